@@ -1,0 +1,148 @@
+"""Jobs: states, the validated input JobSpec, stored job records and attempt payloads.
+
+Free-form JSON objects (``attr``, ``meta``, ``details``) are plain ``dict``s here; their
+canonical encoding for size limits and identity lives in :mod:`hq_domain.canonical`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class JobStatus(StrEnum):
+    TODO = "todo"
+    WIP = "wip"
+    DONE = "done"
+    FAILED = "failed"
+    RESET_EXHAUSTED = "reset_exhausted"
+
+
+ALL_STATUSES: tuple[JobStatus, ...] = tuple(JobStatus)
+TERMINAL_REQUEUEABLE = frozenset({JobStatus.FAILED, JobStatus.RESET_EXHAUSTED})
+
+JOB_TYPES = ("seed", "asset")
+
+
+@dataclass(frozen=True, slots=True)
+class JobSpec:
+    """A validated job as submitted (enqueue API, source line, hqctl JSONL).
+
+    ``type`` is kept as sent (``None`` when absent) because the stored spec, and therefore
+    identity comparison, distinguishes an absent type from ``"seed"`` (spec §2.6, §8.10).
+    ``hops == 0`` and ``attr is None`` mean absent; ``via`` may be ``""`` (kept).
+    """
+
+    value: str
+    id: str | None = None
+    type: str | None = None
+    via: str | None = None
+    hops: int = 0
+    attr: dict[str, Any] | None = None
+    random_key: int | None = None
+
+    @property
+    def effective_type(self) -> str:
+        """The type used for claiming and filters: ``seed`` when absent."""
+        return self.type or "seed"
+
+    def spec_fields(self) -> dict[str, Any]:
+        """The stored ``spec`` object: ``{type?, via?, hops?, attr?}`` with empties omitted."""
+        out: dict[str, Any] = {}
+        if self.type:
+            out["type"] = self.type
+        if self.via is not None:
+            out["via"] = self.via
+        if self.hops:
+            out["hops"] = self.hops
+        if self.attr:
+            out["attr"] = self.attr
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A completion outcome, stored exactly as sent (absent ``code``/``uri``/``meta`` → null)."""
+
+    kind: str
+    code: int | None = None
+    uri: str | None = None
+    meta: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "code": self.code, "uri": self.uri, "meta": self.meta}
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutionError:
+    code: str
+    message: str = ""
+    details: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "details": self.details}
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactReceipt:
+    id: str
+    issuer: str
+    object_id: str
+    checksum: str
+    size_bytes: int
+    accepted_at: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "issuer": self.issuer,
+            "object_id": self.object_id,
+            "checksum": self.checksum,
+            "size_bytes": self.size_bytes,
+            "accepted_at": self.accepted_at,
+        }
+
+
+@dataclass(slots=True)
+class Job:
+    """A stored job row as the read side sees it (AdminJob, spec §1.7.7).
+
+    ``spec`` is the stored spec object (see :meth:`JobSpec.spec_fields`).
+    ``outcome``/``execution_error`` are the stored JSON objects (or ``None``).
+    ``artifact_receipts`` is ``[]`` when never set and ``None`` when a completion stored null.
+    """
+
+    job_id: int
+    project_id: str
+    value: str
+    external_id: str | None
+    spec: dict[str, Any]
+    random_key: int
+    status: JobStatus
+    attempt_id: str | None
+    worker_id: str | None
+    lease_expires_at: int | None
+    reset_count: int
+    outcome: dict[str, Any] | None
+    artifact_receipts: list[dict[str, Any]] | None
+    execution_error: dict[str, Any] | None
+    created_at: int
+    updated_at: int
+    completed_at: int | None
+
+    @property
+    def effective_type(self) -> str:
+        return self.spec.get("type") or "seed"
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """One job handed out by a claim (spec §1.2.3 output keys plus attempt fields)."""
+
+    job_id: int
+    attempt_id: str
+    lease_expires_at: int
+    value: str
+    external_id: str | None
+    spec: dict[str, Any] = field(default_factory=dict)

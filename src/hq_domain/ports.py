@@ -1,0 +1,186 @@
+"""Ports: what the apps need from a store, split by consumer (STYLE §1).
+
+Every method is one atomic use case. Adapters read time from the Clock they were built with,
+once per call, and pass it through the domain rules; validation of request shapes has already
+happened (the app calls :mod:`hq_domain.validation`), so adapters see only valid requests.
+Errors are :class:`hq_domain.errors.HqError` subclasses with the spec's codes and messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from hq_domain.jobs import Job, JobSpec, JobStatus
+from hq_domain.projects import Project, ProjectPut, ProjectSummary
+from hq_domain.users import Principal, Role, User, UserListItem, UserStatus
+from hq_domain.worker import (
+    AttemptRef,
+    ClaimRequest,
+    ClaimResult,
+    CompleteItem,
+    FailItem,
+    ItemResult,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class JobPage:
+    jobs: list[Job]
+    next_after_job_id: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerMapping:
+    worker_id: str
+    user_id: str
+
+
+class AuthPort(Protocol):
+    async def principal_for_token(self, token: str) -> Principal | None:
+        """The owner of a valid, non-revoked machine token (looked up by digest), else None."""
+        ...
+
+
+class WorkerPort(Protocol):
+    """The worker API. Each call re-reads user and project inside its transaction and raises
+    PermissionDenied ("active worker role required"), NotFound, or ProjectNotActive (D1)."""
+
+    async def gate_project(self, project_id: str) -> Project | None:
+        """The project the client-version gate checks (no status check), or None."""
+        ...
+
+    async def policy(self, user_id: str, project_id: str) -> Project: ...
+
+    async def claim(self, user_id: str, project_id: str, request: ClaimRequest) -> ClaimResult:
+        """Spec §2.4 in one transaction. Raises ProjectDispatchRateLimited (429) after
+        committing the sweep and bucket when tokens are short and matching work exists."""
+        ...
+
+    async def complete(
+        self, user_id: str, project_id: str, worker_id: str, items: Sequence[CompleteItem]
+    ) -> list[ItemResult]: ...
+
+    async def fail(
+        self, user_id: str, project_id: str, worker_id: str, items: Sequence[FailItem]
+    ) -> list[ItemResult]: ...
+
+    async def extend_lease(
+        self,
+        user_id: str,
+        project_id: str,
+        worker_id: str,
+        extend_seconds: int,
+        items: Sequence[AttemptRef],
+    ) -> list[ItemResult]: ...
+
+
+class AdminPort(Protocol):
+    """The administration use cases (admin API, web dashboard, tracker CLI)."""
+
+    async def list_projects(self) -> list[ProjectSummary]: ...
+
+    async def get_project(self, project_id: str) -> ProjectSummary | None: ...
+
+    async def put_project(self, project_id: str, put: ProjectPut) -> ProjectSummary: ...
+
+    async def delete_project(self, project_id: str) -> None:
+        """NotFound("project not found"); InvalidRequest("project has WIP jobs")."""
+        ...
+
+    async def enqueue(self, project_id: str, jobs: Sequence[JobSpec]) -> int:
+        """Insert validated jobs in one transaction; returns newly inserted rows.
+
+        NotFound("project not found"), ProjectNotActive (archived), InvalidJob for the
+        identity-mode id rules, IdentityConflict. Any error inserts nothing."""
+        ...
+
+    async def list_jobs(
+        self, project_id: str, status: JobStatus | None, after_job_id: int, limit: int
+    ) -> JobPage:
+        """NotFound("project not found") for an unknown project."""
+        ...
+
+    async def get_job(self, project_id: str, job_id: int) -> Job | None: ...
+
+    async def requeue_job(self, project_id: str, job_id: int) -> None:
+        """InvalidRequest("job is not failed or reset_exhausted") unless failed/exhausted."""
+        ...
+
+    async def delete_job(self, project_id: str, job_id: int) -> None:
+        """InvalidRequest("job not found or is WIP")."""
+        ...
+
+    async def list_users(self) -> list[UserListItem]: ...
+
+    async def get_user(self, user_id: str) -> User | None: ...
+
+    async def put_user(self, user_id: str, status: UserStatus, roles: Sequence[Role]) -> None: ...
+
+    async def delete_user(self, user_id: str) -> None:
+        """NotFound("user not found")."""
+        ...
+
+    async def get_machine_token(self, user_id: str) -> str | None:
+        """The current plaintext of an active (non-revoked) token, else None."""
+        ...
+
+    async def set_machine_token(self, user_id: str, token: str) -> None:
+        """Install ``token`` as the user's only, un-revoked token. NotFound("user not found")."""
+        ...
+
+    async def revoke_machine_token(self, user_id: str) -> None:
+        """NotFound("active machine token not found")."""
+        ...
+
+    async def bootstrap_user(self, user_id: str, roles: Sequence[Role], token: str) -> None:
+        """Create or update the user as active with exactly ``roles`` and install ``token``."""
+        ...
+
+
+class MaintenancePort(Protocol):
+    async def sweep_expired(self, limit: int) -> int:
+        """D2: reset up to ``limit`` expired WIP rows (any project); returns how many."""
+        ...
+
+
+class WebPort(Protocol):
+    """Browser sessions, GitHub sign-in and the worker→user mapping (spec §5)."""
+
+    async def create_session(self, digest: bytes, user_id: str, expires_at: int) -> None:
+        """Store a session digest; also deletes expired session rows."""
+        ...
+
+    async def session_user(self, digest: bytes) -> User | None:
+        """The active user of a live session, else None."""
+        ...
+
+    async def delete_session(self, digest: bytes) -> None: ...
+
+    async def upsert_github_admin(
+        self, github_user_id: int, login: str, avatar_url: str
+    ) -> User: ...
+
+    async def upsert_github_worker(
+        self, github_user_id: int, login: str, avatar_url: str
+    ) -> User: ...
+
+    async def list_worker_mappings(
+        self, worker_id: str | None, limit: int
+    ) -> list[WorkerMapping]: ...
+
+
+class Store(AuthPort, WorkerPort, AdminPort, MaintenancePort, WebPort, Protocol):
+    """Everything one adapter provides. Apps depend on the narrower ports where they can."""
+
+    async def close(self) -> None: ...
+
+
+class JobSink(Protocol):
+    """Where a streamed source import delivers its batches (used by the source importer)."""
+
+    async def __call__(self, jobs: Sequence[JobSpec]) -> int: ...
+
+
+SourceBatches = AsyncIterator[Sequence[JobSpec]]

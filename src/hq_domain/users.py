@@ -1,0 +1,79 @@
+"""Users, roles, statuses and the principal a machine token resolves to (spec §1.5, §2.11)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from hq_domain.errors import InvalidRequest, PermissionDenied
+from hq_domain.ids import is_id
+
+
+class UserStatus(StrEnum):
+    PENDING = "pending"
+    ACTIVE = "active"
+    SUSPENDED = "suspended"
+
+
+class Role(StrEnum):
+    ADMIN = "admin"
+    WORKER = "worker"
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who a valid, non-revoked machine token belongs to (status and roles are not checked)."""
+
+    user_id: str
+    status: UserStatus
+    roles: frozenset[Role]
+
+    @property
+    def is_active_admin(self) -> bool:
+        return self.status is UserStatus.ACTIVE and Role.ADMIN in self.roles
+
+    @property
+    def is_active_worker(self) -> bool:
+        return self.status is UserStatus.ACTIVE and Role.WORKER in self.roles
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    id: str
+    status: UserStatus
+    roles: tuple[Role, ...]  # sorted
+    github_user_id: int | None
+    github_login: str | None
+    github_avatar_url: str | None
+    last_login_at: int | None
+    created_at: int
+    updated_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class UserListItem:
+    """A user as the admin list shows it (spec §1.7.9)."""
+
+    user: User
+    machine_token_active: bool
+    machine_token_viewable: bool
+
+
+def require_admin(principal: Principal) -> None:
+    if not principal.is_active_admin:
+        raise PermissionDenied("active admin role required")
+
+
+def require_worker(status: UserStatus, roles: frozenset[Role] | tuple[Role, ...]) -> None:
+    if status is not UserStatus.ACTIVE or Role.WORKER not in roles:
+        raise PermissionDenied("active worker role required")
+
+
+def validate_user_put(user_id: str, status: str, roles: list[str] | None) -> tuple[UserStatus, tuple[Role, ...]]:
+    """PUT user validation (spec §1.7.9): returns the status and sorted, unique roles."""
+    if not is_id(user_id) or status not in UserStatus.__members__.values():
+        raise InvalidRequest("invalid user")
+    roles = roles or []
+    if any(r not in Role.__members__.values() for r in roles) or len(set(roles)) != len(roles):
+        raise InvalidRequest("invalid user roles")
+    return UserStatus(status), tuple(sorted(Role(r) for r in roles))

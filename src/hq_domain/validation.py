@@ -1,0 +1,235 @@
+"""Validation of every request-side limit in spec §1.2 with the spec's codes and messages.
+
+The HTTP app, the source decoder and the CLIs call these after decoding; adapters can assume
+their inputs passed. Functions return domain values or raise InvalidJob / InvalidRequest.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from hq_domain import canonical
+from hq_domain.errors import InvalidJob, InvalidRequest
+from hq_domain.ids import is_id
+from hq_domain.jobs import JOB_TYPES, ArtifactReceipt, ExecutionError, JobSpec, Outcome
+from hq_domain.projects import IdentityMode
+from hq_domain.worker import (
+    MAX_BATCH_ITEMS,
+    AttemptRef,
+    ClaimRequest,
+    CompleteItem,
+    FailItem,
+)
+
+MAX_VALUE_BYTES = 8192
+MAX_OBJECT_BYTES = 8192
+MAX_NORMALIZED_SPEC_BYTES = 32 * 1024
+MAX_URI_BYTES = 4096
+MAX_ERROR_MESSAGE_BYTES = 2048
+MAX_RECEIPTS = 16
+MAX_ACCEPT_TYPES = 16
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MAX = 2**63 - 1
+_CHECKSUM_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}:(?:[0-9a-f]{2}){1,64}")
+
+
+def utf8_len(text: str) -> int | None:
+    """Byte length of valid UTF-8 text, or None when the string holds lone surrogates."""
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return None
+
+
+def _bounded_text(text: object, max_bytes: int, *, min_bytes: int = 0) -> bool:
+    if not isinstance(text, str):
+        return False
+    n = utf8_len(text)
+    return n is not None and min_bytes <= n <= max_bytes
+
+
+def _object_size_ok(obj: object) -> bool:
+    try:
+        return canonical.size(obj) <= MAX_OBJECT_BYTES
+    except (ValueError, TypeError):
+        return False
+
+
+def validate_job_spec(
+    *,
+    value: object,
+    id: object = None,
+    type: object = None,
+    via: object = None,
+    hops: object = 0,
+    attr: object = None,
+    random_key: object = None,
+) -> JobSpec:
+    """One JobSpec (spec §1.2.2), in the spec's order: id, value, type, via, hops, attr, total.
+
+    Empty ``id``/``type`` and ``hops == 0``/empty ``attr`` count as absent. The identity-mode
+    rules are separate (:func:`check_identity_id`) because they come last.
+    """
+    if id not in (None, "") and not is_id(id):
+        raise InvalidJob("id must be 1-128 ASCII bytes matching [A-Za-z0-9._:-]+")
+    if not _bounded_text(value, MAX_VALUE_BYTES, min_bytes=1):
+        raise InvalidJob("value must be valid UTF-8 and at most 8192 bytes")
+    if type not in (None, "") and type not in JOB_TYPES:
+        raise InvalidJob("type must be seed or asset")
+    if via is not None and not _bounded_text(via, MAX_VALUE_BYTES):
+        raise InvalidJob("via must be valid UTF-8 and at most 8192 bytes")
+    if hops is None:
+        hops = 0
+    if not isinstance(hops, int) or isinstance(hops, bool) or hops < 0:
+        raise InvalidJob("hops must be non-negative")
+    if attr is not None and not isinstance(attr, dict):
+        raise InvalidJob("invalid attr: must be a JSON object")
+    if attr and not _object_size_ok(attr):
+        raise InvalidJob("invalid attr: object exceeds 8192 bytes")
+    if random_key is not None and (
+        not isinstance(random_key, int)
+        or isinstance(random_key, bool)
+        or not INT32_MIN <= random_key <= INT32_MAX
+    ):
+        raise InvalidJob("random_key must be a signed 32-bit integer")
+    spec = JobSpec(
+        value=value,  # type: ignore[arg-type]
+        id=id or None,  # type: ignore[arg-type]
+        type=type or None,  # type: ignore[arg-type]
+        via=via,  # type: ignore[arg-type]
+        hops=hops,
+        attr=attr or None,  # type: ignore[arg-type]
+        random_key=random_key,  # type: ignore[arg-type]
+    )
+    if normalized_size(spec) > MAX_NORMALIZED_SPEC_BYTES:
+        raise InvalidJob("normalized JobSpec exceeds 32 KiB")
+    return spec
+
+
+def normalized_size(spec: JobSpec) -> int:
+    """Size of ``{"id","value","type"?,"via"?,"hops"?,"attr"?}`` with ``id`` always present."""
+    doc: dict[str, Any] = {"id": spec.id or "", "value": spec.value}
+    doc.update(spec.spec_fields())
+    # Go emits struct fields in declaration order; sorting changes no byte count.
+    return canonical.size(doc)
+
+
+def check_identity_id(spec: JobSpec, mode: IdentityMode) -> None:
+    """The identity-mode id presence rule (last step of JobSpec validation)."""
+    if mode is IdentityMode.EXTERNAL_ID and not spec.id:
+        raise InvalidJob("id is required for external_id projects")
+    if mode is not IdentityMode.EXTERNAL_ID and spec.id:
+        raise InvalidJob("id is allowed only for external_id projects")
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def validate_outcome(kind: object, code: object, uri: object, meta: object) -> Outcome:
+    if kind not in ("success", "http_error", "skipped"):
+        raise InvalidRequest("outcome kind must be success, http_error, or skipped")
+    if code is not None and (not _is_int(code) or not 0 <= code <= 999):  # type: ignore[operator]
+        raise InvalidRequest("outcome code must be between 0 and 999")
+    if uri is not None and not _bounded_text(uri, MAX_URI_BYTES):
+        raise InvalidRequest("outcome URI exceeds 4096 bytes")
+    if meta is not None and not isinstance(meta, dict):
+        raise InvalidRequest("invalid outcome meta: must be a JSON object")
+    if meta is not None and not _object_size_ok(meta):
+        raise InvalidRequest("invalid outcome meta: object exceeds 8192 bytes")
+    return Outcome(kind=kind, code=code, uri=uri, meta=meta)  # type: ignore[arg-type]
+
+
+def validate_execution_error(code: object, message: object, details: object) -> ExecutionError:
+    if not is_id(code, max_bytes=64):
+        raise InvalidRequest("execution error code is invalid")
+    if message is None:
+        message = ""
+    if not _bounded_text(message, MAX_ERROR_MESSAGE_BYTES):
+        raise InvalidRequest("execution error message is invalid")
+    if details is not None and not isinstance(details, dict):
+        raise InvalidRequest("invalid execution error details: must be a JSON object")
+    if details is not None and not _object_size_ok(details):
+        raise InvalidRequest("invalid execution error details: object exceeds 8192 bytes")
+    return ExecutionError(code=code, message=message, details=details)  # type: ignore[arg-type]
+
+
+def validate_receipt(
+    id: object, issuer: object, object_id: object, checksum: object, size_bytes: object, accepted_at: object
+) -> ArtifactReceipt:
+    ok = (
+        is_id(id)
+        and _bounded_text(issuer, 512, min_bytes=1)
+        and _bounded_text(object_id, 1024, min_bytes=1)
+        and isinstance(checksum, str)
+        and _CHECKSUM_RE.fullmatch(checksum) is not None
+        and _is_int(size_bytes)
+        and 1 <= size_bytes <= INT64_MAX  # type: ignore[operator]
+        and _is_int(accepted_at)
+        and 1 <= accepted_at <= INT64_MAX  # type: ignore[operator]
+    )
+    if not ok:
+        raise InvalidRequest("invalid artifact receipt")
+    return ArtifactReceipt(id, issuer, object_id, checksum, size_bytes, accepted_at)  # type: ignore[arg-type]
+
+
+def check_receipt_count(receipts: Sequence[object] | None) -> None:
+    if receipts is not None and len(receipts) > MAX_RECEIPTS:
+        raise InvalidRequest("at most 16 artifact receipts are allowed per job")
+
+
+def validate_claim(
+    worker_id: object,
+    max_jobs: object,
+    lease_seconds: object,
+    accept_types: Sequence[object] | None,
+    policy_version: object,
+) -> ClaimRequest:
+    """Spec §1.7.11."""
+    types = list(accept_types or [])
+    if (
+        not is_id(worker_id)
+        or not _is_int(max_jobs)
+        or not 1 <= max_jobs <= 256  # type: ignore[operator]
+        or not _is_int(lease_seconds)
+        or not 1 <= lease_seconds <= 3600  # type: ignore[operator]
+        or len(types) > MAX_ACCEPT_TYPES
+        or not _is_int(policy_version)
+        or policy_version < 1  # type: ignore[operator]
+    ):
+        raise InvalidRequest("invalid claim request")
+    if any(t not in JOB_TYPES for t in types):
+        raise InvalidRequest("accept_types may contain only seed or asset")
+    return ClaimRequest(worker_id, max_jobs, lease_seconds, tuple(types), policy_version)  # type: ignore[arg-type]
+
+
+def check_batch_shape(worker_id: object, n_items: int, message: str) -> None:
+    """Batch-level checks shared by complete/fail/extend: worker ID and 1..256 items."""
+    if not is_id(worker_id) or not 1 <= n_items <= MAX_BATCH_ITEMS:
+        raise InvalidRequest(message)
+
+
+def check_attempt_ref(job_id: object, attempt_id: object) -> AttemptRef:
+    if not _is_int(job_id) or job_id < 1 or job_id > INT64_MAX or not is_id(attempt_id):  # type: ignore[operator]
+        raise InvalidRequest("invalid job or attempt ID")
+    return AttemptRef(job_id, attempt_id)  # type: ignore[arg-type]
+
+
+def complete_item(
+    job_id: object, attempt_id: object, outcome: Outcome, receipts: tuple[ArtifactReceipt, ...] | None
+) -> CompleteItem:
+    ref = check_attempt_ref(job_id, attempt_id)
+    return CompleteItem(ref.job_id, ref.attempt_id, outcome, receipts)
+
+
+def fail_item(job_id: object, attempt_id: object, retryable: bool, error: ExecutionError) -> FailItem:
+    ref = check_attempt_ref(job_id, attempt_id)
+    return FailItem(ref.job_id, ref.attempt_id, bool(retryable), error)
+
+
+def check_lease_seconds(seconds: object, message: str) -> int:
+    if not _is_int(seconds) or not 1 <= seconds <= 3600:  # type: ignore[operator]
+        raise InvalidRequest(message)
+    return seconds  # type: ignore[return-value]
