@@ -17,7 +17,7 @@ class Transition:
 
     status: JobStatus
     reset_count: int
-    completed_at: int | None | object
+    completed_at: int | object | None
 
 
 KEEP = object()  # sentinel: leave completed_at as stored

@@ -14,6 +14,8 @@ DEFAULT_MAX_RESETS = 3
 DEFAULT_LEASE_SECONDS = 300
 MAX_CLIENT_VERSIONS = 64
 REFRESH_AFTER_MS = 60_000
+# Go's strings.TrimSpace set (unicode.IsSpace); Python's str.strip() also trims U+001C..U+001F.
+GO_WHITESPACE = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
 
 
 class ProjectStatus(StrEnum):
@@ -129,6 +131,14 @@ def _valid_qps(value: float | None) -> bool:
     )
 
 
+def _valid_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates (possible from stdlib-json callers)
+        return False
+    return True
+
+
 def validate_client_versions(versions: tuple[str, ...] | list[str] | None) -> tuple[str, ...]:
     """Validate and sort a client-version allowlist (spec §1.2.7)."""
     if not versions:
@@ -139,8 +149,9 @@ def validate_client_versions(versions: tuple[str, ...] | list[str] | None) -> tu
         if (
             not isinstance(v, str)
             or not v
-            or len(v.encode("utf-8")) > 128
-            or v != v.strip()
+            or len(v.encode("utf-8", "surrogatepass")) > 128
+            or v != v.strip(GO_WHITESPACE)
+            or not _valid_utf8(v)
         ):
             raise InvalidRequest(
                 "client_versions entries must be non-empty, at most 128 bytes, "

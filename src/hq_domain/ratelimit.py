@@ -39,7 +39,7 @@ def retry_after_ms(tokens: float, qps: float) -> int:
 
 def whole_tokens(tokens: float) -> int:
     """How many jobs the bucket allows now (capped at one protocol batch)."""
-    return MAX_CLAIM if tokens >= MAX_CLAIM else int(math.floor(tokens))
+    return MAX_CLAIM if tokens >= MAX_CLAIM else math.floor(tokens)
 
 
 @dataclass(frozen=True, slots=True)
