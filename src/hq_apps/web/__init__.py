@@ -1,0 +1,125 @@
+"""The server-rendered dashboard with GitHub OAuth (spec §5). ``create_app`` mounts
+:func:`web_handlers` when web settings are configured."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from litestar import Request, Response, Router, get
+from litestar.di import Provide
+
+from hq_apps.web import (
+    auth_pages,
+    job_pages,
+    project_pages,
+    source_upload,
+    user_pages,
+    worker_pages,
+)
+from hq_apps.web.context import WebContext
+from hq_apps.web.github import GitHubGateway
+from hq_apps.web.render import css, error_page, make_environment
+from hq_domain.clock import Clock
+from hq_domain.ports import Store
+
+if TYPE_CHECKING:  # only for the factory's annotation; handlers never see it
+    from hq_apps.settings import WebSettings
+
+__all__ = ["web_handlers"]
+log = logging.getLogger(__name__)
+
+
+@get("/assets/admin.css", sync_to_thread=False)
+def admin_css() -> Response[bytes]:
+    return Response(
+        css(),
+        media_type="text/css",
+        headers={"Cache-Control": "public, max-age=3600", "X-Content-Type-Options": "nosniff"},
+    )
+
+
+def internal_error(request: Request[Any, Any, Any], exc: Exception) -> Response[bytes]:
+    """Unexpected failures inside a dashboard page render an HTML 500 (spec §5.1)."""
+    log.error("web handler failed", exc_info=exc, extra={"path": request.url.path})
+    return error_page(make_environment(), 500, "Internal server error")
+
+
+HANDLERS = [
+    admin_css,
+    auth_pages.home,
+    auth_pages.github_start,
+    auth_pages.github_callback,
+    auth_pages.logout,
+    worker_pages.worker_home,
+    worker_pages.worker_rotate,
+    worker_pages.worker_revoke,
+    project_pages.admin_index,
+    project_pages.create_project,
+    project_pages.project_detail,
+    project_pages.update_project,
+    project_pages.delete_project,
+    project_pages.enqueue_jobs,
+    source_upload.upload_source,
+    job_pages.job_detail,
+    job_pages.requeue_job,
+    job_pages.delete_job,
+    user_pages.users_index,
+    user_pages.put_user,
+    user_pages.delete_user,
+    user_pages.show_token,
+    user_pages.rotate_token,
+    user_pages.revoke_token,
+    user_pages.workers,
+]
+
+
+def web_context(
+    settings: WebSettings,
+    store: Store,
+    clock: Clock,
+    github_transport: httpx.AsyncBaseTransport | None = None,
+) -> WebContext:
+    github = GitHubGateway(
+        client_id=settings.github_client_id,
+        client_secret=settings.github_client_secret,
+        redirect_uri=settings.public_url.rstrip("/") + "/auth/github/callback",
+        github_url=settings.github_url,
+        api_url=settings.github_api_url,
+        transport=github_transport,
+    )
+    return WebContext(
+        store=store,
+        clock=clock,
+        secret=settings.web_session_secret,
+        secure=settings.public_url.lower().startswith("https://"),
+        github=github,
+        env=make_environment(),
+        org=settings.oauth_admin_org,
+        team=settings.oauth_admin_team,
+    )
+
+
+def web_handlers(
+    settings: WebSettings,
+    store: Store,
+    clock: Clock,
+    *,
+    github_transport: httpx.AsyncBaseTransport | None = None,
+) -> list[Router]:
+    """One router holding every dashboard route; ``github_transport`` is for tests."""
+    ctx = web_context(settings, store, clock, github_transport)
+
+    def provide() -> WebContext:
+        return ctx
+
+    return [
+        Router(
+            path="/",
+            route_handlers=HANDLERS,
+            dependencies={"web": Provide(provide, use_cache=True, sync_to_thread=False)},
+            include_in_schema=False,
+            exception_handlers={Exception: internal_error},
+        )
+    ]
