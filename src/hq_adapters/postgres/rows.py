@@ -1,0 +1,139 @@
+"""Database records → domain values, and domain values → bound parameters.
+
+jsonb travels as text in both directions (no global codec), so that SQL NULL and the JSON
+value ``null`` stay distinct: ``artifact_receipts`` is SQL NULL when never set (reads as
+``[]``) and JSON ``null`` when a completion stored null (reads as ``None``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import asyncpg
+
+from hq_domain.jobs import ClaimedJob, Job, JobStatus
+from hq_domain.projects import (
+    ClaimOrder,
+    IdentityMode,
+    JobCounts,
+    Project,
+    ProjectStatus,
+    ProjectSummary,
+)
+from hq_domain.users import Role, User, UserStatus
+
+
+def dump(value: Any) -> str:
+    """JSON text for a jsonb parameter (``None`` becomes JSON ``null``)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def load(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def project(r: asyncpg.Record) -> Project:
+    return Project(
+        id=r["id"],
+        status=ProjectStatus(r["status"]),
+        identity_mode=IdentityMode(r["identity_mode"]),
+        claim_order=ClaimOrder(r["claim_order"]),
+        dispatch_qps=r["dispatch_qps"],
+        worker_claim_qps=r["worker_claim_qps"],
+        max_jobs_per_claim=r["max_jobs_per_claim"],
+        max_resets=r["max_resets"],
+        recommended_lease_seconds=r["recommended_lease_seconds"],
+        client_versions=tuple(sorted(r["client_versions"] or ())),
+        policy_version=r["policy_version"],
+        created_at=r["created_at"],
+        updated_at=r["updated_at"],
+        dispatch_tokens=r["dispatch_tokens"],
+        dispatch_refilled_at_ns=r["dispatch_refilled_at_ns"],
+    )
+
+
+def project_params(p: Project) -> tuple[Any, ...]:
+    """Parameters $1..$15 of ``upsert_project``."""
+    return (
+        p.id,
+        p.status.value,
+        p.identity_mode.value,
+        p.claim_order.value,
+        p.dispatch_qps,
+        p.worker_claim_qps,
+        p.max_jobs_per_claim,
+        p.policy_version,
+        p.dispatch_tokens,
+        p.dispatch_refilled_at_ns,
+        list(p.client_versions),
+        p.max_resets,
+        p.recommended_lease_seconds,
+        p.created_at,
+        p.updated_at,
+    )
+
+
+def summary(r: asyncpg.Record) -> ProjectSummary:
+    counts = JobCounts(
+        todo=r["todo"], wip=r["wip"], done=r["done"], failed=r["failed"],
+        reset_exhausted=r["reset_exhausted"],
+    )
+    return ProjectSummary(project(r), counts)
+
+
+def _receipts(text: str | None) -> list[dict[str, Any]] | None:
+    return [] if text is None else json.loads(text)
+
+
+def job(r: asyncpg.Record) -> Job:
+    return Job(
+        job_id=r["job_id"],
+        project_id=r["project_id"],
+        value=r["value"],
+        external_id=r["external_id"],
+        spec=load(r["spec"]) or {},
+        random_key=r["random_key"],
+        status=JobStatus(r["status"]),
+        attempt_id=r["attempt_id"],
+        worker_id=r["worker_id"],
+        lease_expires_at=r["lease_expires_at"],
+        reset_count=r["reset_count"],
+        outcome=load(r["outcome"]),
+        artifact_receipts=_receipts(r["artifact_receipts"]),
+        execution_error=load(r["execution_error"]),
+        created_at=r["created_at"],
+        updated_at=r["updated_at"],
+        completed_at=r["completed_at"],
+    )
+
+
+def claimed(r: asyncpg.Record) -> ClaimedJob:
+    return ClaimedJob(
+        job_id=r["job_id"],
+        attempt_id=r["attempt_id"],
+        lease_expires_at=r["lease_expires_at"],
+        value=r["value"],
+        external_id=r["external_id"],
+        spec=load(r["spec"]) or {},
+    )
+
+
+def roles(values: list[str] | None) -> tuple[Role, ...]:
+    """Stored roles, sorted; unknown strings (never written by us) are ignored."""
+    known = {r.value for r in Role}
+    return tuple(sorted(Role(v) for v in set(values or ()) if v in known))
+
+
+def user(r: asyncpg.Record) -> User:
+    return User(
+        id=r["id"],
+        status=UserStatus(r["status"]),
+        roles=roles(r["roles"]),
+        github_user_id=r["github_user_id"],
+        github_login=r["github_login"],
+        github_avatar_url=r["github_avatar_url"],
+        last_login_at=r["last_login_at"],
+        created_at=r["created_at"],
+        updated_at=r["updated_at"],
+    )

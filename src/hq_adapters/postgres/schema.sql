@@ -1,0 +1,115 @@
+-- The schema the code expects: what the migration chain produces on an empty database
+-- (tests/integration/test_migrations.py compares the two). Table and column names are the
+-- reference implementation's (spec §2.12). Times are UNIX seconds unless named *_ns / *_ms.
+
+CREATE TABLE tracker_schema_migrations (
+    version bigint PRIMARY KEY,
+    applied_at bigint NOT NULL
+);
+
+CREATE TABLE tracker_users (
+    id text PRIMARY KEY,
+    status text NOT NULL CHECK (status IN ('pending', 'active', 'suspended')),
+    roles text[] NOT NULL DEFAULT '{}',
+    github_user_id bigint,
+    github_login text,
+    github_avatar_url text,
+    last_login_at bigint,
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL
+);
+CREATE UNIQUE INDEX tracker_users_github_id_idx
+    ON tracker_users (github_user_id) WHERE github_user_id IS NOT NULL;
+
+-- token_hash = SHA-256("saveweb-machine-token-v1\0" + token); token = plaintext for re-display.
+CREATE TABLE tracker_machine_tokens (
+    user_id text PRIMARY KEY REFERENCES tracker_users (id) ON DELETE CASCADE,
+    token_hash bytea NOT NULL UNIQUE,
+    token text,
+    created_at bigint NOT NULL,
+    revoked_at bigint
+);
+
+CREATE TABLE tracker_web_sessions (
+    token_hash bytea PRIMARY KEY,
+    user_id text NOT NULL REFERENCES tracker_users (id) ON DELETE CASCADE,
+    created_at bigint NOT NULL,
+    expires_at bigint NOT NULL
+);
+CREATE INDEX tracker_web_sessions_expiry_idx ON tracker_web_sessions (expires_at);
+
+-- dispatch_tokens / dispatch_refilled_at_ns: the dispatch bucket, both NULL when unset.
+CREATE TABLE tracker_projects (
+    id text PRIMARY KEY,
+    status text NOT NULL CHECK (status IN ('active', 'draining', 'archived')),
+    identity_mode text NOT NULL DEFAULT 'external_id'
+        CHECK (identity_mode IN ('none', 'external_id', 'unique_value')),
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    claim_order text NOT NULL DEFAULT 'fifo',
+    dispatch_qps double precision,
+    worker_claim_qps double precision,
+    max_jobs_per_claim integer NOT NULL DEFAULT 256,
+    policy_version bigint NOT NULL DEFAULT 1,
+    dispatch_tokens double precision,
+    dispatch_refilled_at_ns bigint,
+    client_versions text[] NOT NULL DEFAULT '{}',
+    max_resets integer NOT NULL DEFAULT 3,
+    recommended_lease_seconds integer NOT NULL DEFAULT 300
+);
+
+-- artifact_receipts: SQL NULL = never set (reads as []), JSON null = a completion stored null.
+CREATE TABLE tracker_jobs (
+    job_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    project_id text NOT NULL REFERENCES tracker_projects (id) ON DELETE CASCADE,
+    external_id text,
+    value text NOT NULL,
+    unique_value_digest bytea,
+    spec jsonb NOT NULL DEFAULT '{}',
+    status text NOT NULL CHECK (status IN ('todo', 'wip', 'done', 'failed', 'reset_exhausted')),
+    attempt_id text,
+    worker_id text,
+    lease_expires_at bigint,
+    reset_count integer NOT NULL DEFAULT 0 CHECK (reset_count >= 0),
+    outcome jsonb,
+    execution_error jsonb,
+    created_at bigint NOT NULL,
+    updated_at bigint NOT NULL,
+    completed_at bigint,
+    artifact_receipts jsonb,
+    random_key integer NOT NULL,
+    CHECK ((status = 'wip' AND attempt_id IS NOT NULL AND worker_id IS NOT NULL
+            AND lease_expires_at IS NOT NULL)
+        OR (status <> 'wip' AND attempt_id IS NULL AND worker_id IS NULL
+            AND lease_expires_at IS NULL))
+);
+CREATE UNIQUE INDEX tracker_jobs_external_id_uidx
+    ON tracker_jobs (project_id, external_id) WHERE external_id IS NOT NULL;
+CREATE UNIQUE INDEX tracker_jobs_value_digest_uidx
+    ON tracker_jobs (project_id, unique_value_digest) WHERE unique_value_digest IS NOT NULL;
+CREATE INDEX tracker_jobs_claim_idx
+    ON tracker_jobs (project_id, created_at, job_id) WHERE status = 'todo';
+CREATE INDEX tracker_jobs_claim_random_idx
+    ON tracker_jobs (project_id, random_key, job_id) WHERE status = 'todo';
+CREATE INDEX tracker_jobs_expired_idx
+    ON tracker_jobs (project_id, lease_expires_at) WHERE status = 'wip';
+CREATE INDEX tracker_jobs_lease_sweep_idx
+    ON tracker_jobs (lease_expires_at) WHERE status = 'wip';
+CREATE INDEX tracker_jobs_project_status_idx
+    ON tracker_jobs (project_id, status, job_id);
+
+CREATE TABLE tracker_worker_claim_buckets (
+    project_id text NOT NULL REFERENCES tracker_projects (id) ON DELETE CASCADE,
+    worker_id text NOT NULL,
+    bucket_started_at_ms bigint NOT NULL,
+    claim_requests bigint NOT NULL DEFAULT 0 CHECK (claim_requests >= 0),
+    jobs_dispatched bigint NOT NULL DEFAULT 0 CHECK (jobs_dispatched >= 0),
+    policy_version bigint NOT NULL,
+    PRIMARY KEY (project_id, worker_id, bucket_started_at_ms)
+);
+
+CREATE TABLE tracker_workers (
+    worker_id text PRIMARY KEY,
+    user_id text NOT NULL REFERENCES tracker_users (id) ON DELETE CASCADE
+);
+CREATE INDEX tracker_workers_user_idx ON tracker_workers (user_id);

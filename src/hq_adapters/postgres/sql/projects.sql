@@ -1,0 +1,89 @@
+-- name: list_projects
+-- Every project with its five job counts, sorted by id (plain read; counts use the
+-- (project_id, status, job_id) index).
+SELECT p.*, c.todo, c.wip, c.done, c.failed, c.reset_exhausted
+FROM tracker_projects p
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE j.status = 'todo') AS todo,
+           count(*) FILTER (WHERE j.status = 'wip') AS wip,
+           count(*) FILTER (WHERE j.status = 'done') AS done,
+           count(*) FILTER (WHERE j.status = 'failed') AS failed,
+           count(*) FILTER (WHERE j.status = 'reset_exhausted') AS reset_exhausted
+    FROM tracker_jobs j WHERE j.project_id = p.id
+) c
+ORDER BY p.id
+
+-- name: get_project_summary
+-- One project with its job counts (plain read).
+SELECT p.*, c.todo, c.wip, c.done, c.failed, c.reset_exhausted
+FROM tracker_projects p
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE j.status = 'todo') AS todo,
+           count(*) FILTER (WHERE j.status = 'wip') AS wip,
+           count(*) FILTER (WHERE j.status = 'done') AS done,
+           count(*) FILTER (WHERE j.status = 'failed') AS failed,
+           count(*) FILTER (WHERE j.status = 'reset_exhausted') AS reset_exhausted
+    FROM tracker_jobs j WHERE j.project_id = p.id
+) c
+WHERE p.id = $1
+
+-- name: get_project
+-- One project row (plain read: the client-version gate and admin checks).
+SELECT * FROM tracker_projects WHERE id = $1
+
+-- name: lock_project
+-- The project row under FOR NO KEY UPDATE: serialises PUTs with each other and with
+-- dispatch-limited claims, so a bucket reset by PUT cannot be overwritten by a stale claim.
+-- (NO KEY: enqueues hold FOR KEY SHARE on the row and need not wait for these.)
+SELECT * FROM tracker_projects WHERE id = $1 FOR NO KEY UPDATE
+
+-- name: upsert_project
+-- Write the project PUT computed in Python from the locked (or absent) row; the upsert
+-- covers two concurrent creates of one id (the later one becomes an update).
+INSERT INTO tracker_projects (id, status, identity_mode, claim_order, dispatch_qps,
+    worker_claim_qps, max_jobs_per_claim, policy_version, dispatch_tokens,
+    dispatch_refilled_at_ns, client_versions, max_resets, recommended_lease_seconds,
+    created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11::text[], $12, $13, $14, $15)
+ON CONFLICT (id) DO UPDATE
+SET status = EXCLUDED.status, claim_order = EXCLUDED.claim_order,
+    dispatch_qps = EXCLUDED.dispatch_qps, worker_claim_qps = EXCLUDED.worker_claim_qps,
+    max_jobs_per_claim = EXCLUDED.max_jobs_per_claim, policy_version = EXCLUDED.policy_version,
+    dispatch_tokens = EXCLUDED.dispatch_tokens,
+    dispatch_refilled_at_ns = EXCLUDED.dispatch_refilled_at_ns,
+    client_versions = EXCLUDED.client_versions, max_resets = EXCLUDED.max_resets,
+    recommended_lease_seconds = EXCLUDED.recommended_lease_seconds,
+    updated_at = EXCLUDED.updated_at
+
+-- name: project_has_wip
+-- Whether any job of the locked project is WIP (expired or not: only a sweep resets them).
+SELECT EXISTS (SELECT 1 FROM tracker_jobs WHERE project_id = $1 AND status = 'wip')
+
+-- name: delete_project
+-- Delete the locked project; jobs and claim buckets go by ON DELETE CASCADE.
+DELETE FROM tracker_projects WHERE id = $1
+
+-- name: list_jobs
+-- One page of a project's jobs by ascending job_id, one extra row to know whether more exist.
+SELECT * FROM tracker_jobs
+WHERE project_id = $1 AND ($2::text IS NULL OR status = $2) AND job_id > $3
+ORDER BY job_id
+LIMIT $4
+
+-- name: get_job
+-- One job of one project (primary key).
+SELECT * FROM tracker_jobs WHERE project_id = $1 AND job_id = $2
+
+-- name: requeue_job
+-- failed/reset_exhausted → todo with a clean slate; the row update's own lock and status
+-- re-check make a concurrent requeue or delete see nothing to do.
+UPDATE tracker_jobs
+SET status = 'todo', reset_count = 0, execution_error = NULL, outcome = NULL,
+    artifact_receipts = NULL, completed_at = NULL, updated_at = $3
+WHERE project_id = $1 AND job_id = $2 AND status IN ('failed', 'reset_exhausted')
+RETURNING job_id
+
+-- name: delete_job
+-- Remove a non-WIP row; a concurrent claim holding the row makes this wait and re-check.
+DELETE FROM tracker_jobs WHERE project_id = $1 AND job_id = $2 AND status <> 'wip'
+RETURNING job_id

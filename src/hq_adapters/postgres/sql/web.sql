@@ -1,0 +1,69 @@
+-- name: delete_expired_sessions
+-- Opportunistic cleanup when a session is created (deletes only dead rows).
+DELETE FROM tracker_web_sessions WHERE expires_at <= $1
+
+-- name: create_session
+-- Store a session digest (primary key; a clash is a programming error, not a race).
+INSERT INTO tracker_web_sessions (token_hash, user_id, created_at, expires_at)
+VALUES ($1, $2, $3, $4)
+
+-- name: session_user
+-- The active user of a live session (plain read).
+SELECT u.*
+FROM tracker_web_sessions s
+JOIN tracker_users u ON u.id = s.user_id
+WHERE s.token_hash = $1 AND s.expires_at > $2 AND u.status = 'active'
+
+-- name: delete_session
+-- Sign out: remove one session row.
+DELETE FROM tracker_web_sessions WHERE token_hash = $1
+
+-- name: github_admin_update
+-- Team member with a known GitHub id: refresh profile, make active admin (locks that row).
+UPDATE tracker_users
+SET github_login = $2, github_avatar_url = $3, status = 'active', roles = '{admin}',
+    last_login_at = $4, updated_at = $4
+WHERE github_user_id = $1
+RETURNING *
+
+-- name: github_admin_insert
+-- First sign-in of a team member: a new user gh_<id>, active admin. A local row that already
+-- has that id (no GitHub link) is replaced by the new user, as the memory adapter does; the
+-- upsert on the primary key makes two concurrent first sign-ins agree.
+INSERT INTO tracker_users (id, status, roles, github_user_id, github_login, github_avatar_url,
+                           last_login_at, created_at, updated_at)
+VALUES ($5, 'active', '{admin}', $1, $2, $3, $4, $4, $4)
+ON CONFLICT (id) DO UPDATE
+SET status = EXCLUDED.status, roles = EXCLUDED.roles,
+    github_user_id = EXCLUDED.github_user_id, github_login = EXCLUDED.github_login,
+    github_avatar_url = EXCLUDED.github_avatar_url, last_login_at = EXCLUDED.last_login_at,
+    created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at
+RETURNING *
+
+-- name: github_worker_update
+-- Non-member with a known GitHub id: refresh profile only (status and roles kept).
+UPDATE tracker_users
+SET github_login = $2, github_avatar_url = $3, last_login_at = $4, updated_at = $4
+WHERE github_user_id = $1
+RETURNING *
+
+-- name: github_worker_insert
+-- First sign-in of a non-member: a new pending worker gh_<id> (replacing an unlinked local
+-- row of that id, as for admins).
+INSERT INTO tracker_users (id, status, roles, github_user_id, github_login, github_avatar_url,
+                           last_login_at, created_at, updated_at)
+VALUES ($5, 'pending', '{worker}', $1, $2, $3, $4, $4, $4)
+ON CONFLICT (id) DO UPDATE
+SET status = EXCLUDED.status, roles = EXCLUDED.roles,
+    github_user_id = EXCLUDED.github_user_id, github_login = EXCLUDED.github_login,
+    github_avatar_url = EXCLUDED.github_avatar_url, last_login_at = EXCLUDED.last_login_at,
+    created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at
+RETURNING *
+
+-- name: worker_mapping
+-- Exact worker_id lookup (primary key).
+SELECT worker_id, user_id FROM tracker_workers WHERE worker_id = $1
+
+-- name: worker_mappings
+-- First mappings ordered by worker_id (primary key order).
+SELECT worker_id, user_id FROM tracker_workers ORDER BY worker_id LIMIT $1

@@ -1,0 +1,219 @@
+-- name: worker_context
+-- User and project as the operation sees them, plus the worker→user upsert (spec §2.10) done
+-- only when the user is an active worker and the project status allows the operation ($4).
+-- One round trip; the upsert locks only the one tracker_workers row, and skips the write when
+-- the mapping is unchanged.
+WITH u AS (SELECT id, status, roles FROM tracker_users WHERE id = $1),
+     p AS (SELECT * FROM tracker_projects WHERE id = $2),
+     w AS (
+        INSERT INTO tracker_workers (worker_id, user_id)
+        SELECT $3, u.id FROM u, p
+        WHERE $3::text IS NOT NULL AND u.status = 'active' AND 'worker' = ANY (u.roles)
+          AND p.status = ANY ($4::text[])
+        ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
+        WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
+     )
+SELECT u.status AS user_status, u.roles AS user_roles, p.*
+FROM (SELECT 1) AS one LEFT JOIN u ON true LEFT JOIN p ON true
+
+-- name: sweep_project
+-- Claim step 5, bounded (D2): reset at most $3 expired WIP rows of one project per §2.3.
+-- SKIP LOCKED leaves rows another transaction is finishing or sweeping to that transaction;
+-- the UPDATE re-checks nothing else because the locked rows cannot change under us.
+WITH expired AS (
+    SELECT job_id FROM tracker_jobs
+    WHERE project_id = $1 AND status = 'wip' AND lease_expires_at <= $2
+    ORDER BY lease_expires_at, job_id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE tracker_jobs j
+SET status = CASE WHEN j.reset_count + 1 > $4 THEN 'reset_exhausted' ELSE 'todo' END,
+    reset_count = j.reset_count + 1,
+    attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL, updated_at = $2
+FROM expired e
+WHERE j.job_id = e.job_id
+
+-- name: sweep_expired
+-- Background sweep (D2): reset at most $2 expired WIP rows of any project, each with its
+-- project's max_resets. SKIP LOCKED keeps it off rows that claims or completions hold.
+WITH expired AS (
+    SELECT job_id FROM tracker_jobs
+    WHERE status = 'wip' AND lease_expires_at <= $1
+    ORDER BY lease_expires_at, job_id
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE tracker_jobs j
+SET status = CASE WHEN j.reset_count + 1 > p.max_resets THEN 'reset_exhausted' ELSE 'todo' END,
+    reset_count = j.reset_count + 1,
+    attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL, updated_at = $1
+FROM expired e, tracker_projects p
+WHERE j.job_id = e.job_id AND p.id = j.project_id
+
+-- name: claim_fifo
+-- Claim steps 7–8 for fifo: lock up to $3 todo rows in (created_at, job_id) order, skipping
+-- rows other claims hold (each row goes to exactly one claimer), and make them WIP with the
+-- attempt ids generated in Python ($4, one per position). Rows come back in claim order.
+WITH picked AS (
+    SELECT job_id, created_at FROM tracker_jobs
+    WHERE project_id = $1 AND status = 'todo'
+      AND (cardinality($2::text[]) = 0 OR COALESCE(spec->>'type', 'seed') = ANY ($2::text[]))
+    ORDER BY created_at, job_id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+), numbered AS (
+    SELECT job_id, row_number() OVER (ORDER BY created_at, job_id) AS ord FROM picked
+), claimed AS (
+    UPDATE tracker_jobs j
+    SET status = 'wip', attempt_id = ($4::text[])[n.ord], worker_id = $5,
+        lease_expires_at = $6, updated_at = $7
+    FROM numbered n
+    WHERE j.job_id = n.job_id
+    RETURNING n.ord, j.job_id, j.attempt_id, j.lease_expires_at, j.value, j.external_id,
+              j.spec::text AS spec
+)
+SELECT * FROM claimed ORDER BY ord
+
+-- name: claim_random
+-- Claim steps 7–8 for random: as claim_fifo, ordered by (random_key, job_id).
+WITH picked AS (
+    SELECT job_id, random_key FROM tracker_jobs
+    WHERE project_id = $1 AND status = 'todo'
+      AND (cardinality($2::text[]) = 0 OR COALESCE(spec->>'type', 'seed') = ANY ($2::text[]))
+    ORDER BY random_key, job_id
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+), numbered AS (
+    SELECT job_id, row_number() OVER (ORDER BY random_key, job_id) AS ord FROM picked
+), claimed AS (
+    UPDATE tracker_jobs j
+    SET status = 'wip', attempt_id = ($4::text[])[n.ord], worker_id = $5,
+        lease_expires_at = $6, updated_at = $7
+    FROM numbered n
+    WHERE j.job_id = n.job_id
+    RETURNING n.ord, j.job_id, j.attempt_id, j.lease_expires_at, j.value, j.external_id,
+              j.spec::text AS spec
+)
+SELECT * FROM claimed ORDER BY ord
+
+-- name: todo_exists
+-- Claim step 6: is there matching todo work (decides 429 vs an empty 200)? Plain read.
+SELECT EXISTS (
+    SELECT 1 FROM tracker_jobs
+    WHERE project_id = $1 AND status = 'todo'
+      AND (cardinality($2::text[]) = 0 OR COALESCE(spec->>'type', 'seed') = ANY ($2::text[]))
+)
+
+-- name: store_dispatch_bucket
+-- Persist the bucket of a project whose row this transaction holds (lock_project); the refill
+-- time never moves backwards (D8) even if another replica's clock is behind.
+UPDATE tracker_projects
+SET dispatch_tokens = $2,
+    dispatch_refilled_at_ns = GREATEST(COALESCE(dispatch_refilled_at_ns, $3), $3)
+WHERE id = $1
+
+-- name: record_claim_bucket
+-- Claim audit (§2.9): count one request and n jobs in the worker's one-minute bucket; the
+-- upsert serialises concurrent claims of one worker on that row.
+INSERT INTO tracker_worker_claim_buckets AS b
+    (project_id, worker_id, bucket_started_at_ms, claim_requests, jobs_dispatched,
+     policy_version)
+VALUES ($1, $2, $3, 1, $4, $5)
+ON CONFLICT (project_id, worker_id, bucket_started_at_ms) DO UPDATE
+SET claim_requests = b.claim_requests + 1,
+    jobs_dispatched = b.jobs_dispatched + EXCLUDED.jobs_dispatched,
+    policy_version = EXCLUDED.policy_version
+
+-- name: complete_batch
+-- Complete a batch in one statement. The first occurrence of each (job_id, attempt_id) is
+-- matched against a live lease of this worker. Matching rows are locked in job_id order (so
+-- overlapping batches, e.g. a heartbeat extend racing a complete, cannot deadlock) and the
+-- match is re-checked on the locked version, so a row is finished at most once.
+-- Returns one row per input item in input order: job_status is NULL for rejected items.
+WITH input AS (
+    SELECT * FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[])
+        WITH ORDINALITY AS i(job_id, attempt_id, outcome, receipts, ord)
+), firsts AS (
+    SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
+), locked_done AS (
+    SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
+    WHERE j.project_id = $1 AND j.status = 'wip' AND j.attempt_id = f.attempt_id
+      AND j.worker_id = $2 AND j.lease_expires_at > $7
+    ORDER BY j.job_id
+    FOR UPDATE OF j
+), done AS (
+    UPDATE tracker_jobs j
+    SET status = 'done', attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL,
+        outcome = f.outcome::jsonb, artifact_receipts = f.receipts::jsonb,
+        execution_error = NULL, updated_at = $7, completed_at = $7
+    FROM firsts f, locked_done l
+    WHERE l.job_id = j.job_id AND j.job_id = f.job_id AND j.status = 'wip'
+      AND j.attempt_id = f.attempt_id AND j.worker_id = $2 AND j.lease_expires_at > $7
+    RETURNING f.ord, j.status
+)
+SELECT i.ord, d.status AS job_status
+FROM input i LEFT JOIN done d ON d.ord = i.ord
+ORDER BY i.ord
+
+-- name: fail_batch
+-- Fail a batch in one statement (same matching and ordered locking as complete_batch). The CASE is
+-- hq_domain.lifecycle.on_fail over the project's current max_resets; a contract test proves
+-- the two agree.
+WITH input AS (
+    SELECT * FROM unnest($3::bigint[], $4::text[], $5::boolean[], $6::text[])
+        WITH ORDINALITY AS i(job_id, attempt_id, retryable, error, ord)
+), firsts AS (
+    SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
+), locked_failed AS (
+    SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
+    WHERE j.project_id = $1 AND j.status = 'wip' AND j.attempt_id = f.attempt_id
+      AND j.worker_id = $2 AND j.lease_expires_at > $7
+    ORDER BY j.job_id
+    FOR UPDATE OF j
+), failed AS (
+    UPDATE tracker_jobs j
+    SET status = CASE
+            WHEN NOT f.retryable THEN 'failed'
+            WHEN j.reset_count + 1 > p.max_resets THEN 'reset_exhausted'
+            ELSE 'todo' END,
+        reset_count = CASE WHEN f.retryable THEN j.reset_count + 1 ELSE j.reset_count END,
+        completed_at = CASE
+            WHEN NOT f.retryable OR j.reset_count + 1 > p.max_resets THEN $7
+            ELSE NULL END,
+        execution_error = f.error::jsonb,
+        attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL, updated_at = $7
+    FROM firsts f, locked_failed l, tracker_projects p
+    WHERE p.id = $1 AND l.job_id = j.job_id AND j.job_id = f.job_id AND j.status = 'wip'
+      AND j.attempt_id = f.attempt_id AND j.worker_id = $2 AND j.lease_expires_at > $7
+    RETURNING f.ord, j.status
+)
+SELECT i.ord, d.status AS job_status
+FROM input i LEFT JOIN failed d ON d.ord = i.ord
+ORDER BY i.ord
+
+-- name: extend_batch
+-- Extend live leases in one statement (same matching and ordered locking as complete_batch); the
+-- deadline only grows: max(current, now + extend_seconds).
+WITH input AS (
+    SELECT * FROM unnest($3::bigint[], $4::text[])
+        WITH ORDINALITY AS i(job_id, attempt_id, ord)
+), firsts AS (
+    SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
+), locked_extended AS (
+    SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
+    WHERE j.project_id = $1 AND j.status = 'wip' AND j.attempt_id = f.attempt_id
+      AND j.worker_id = $2 AND j.lease_expires_at > $5
+    ORDER BY j.job_id
+    FOR UPDATE OF j
+), extended AS (
+    UPDATE tracker_jobs j
+    SET lease_expires_at = GREATEST(j.lease_expires_at, $6), updated_at = $5
+    FROM firsts f, locked_extended l
+    WHERE l.job_id = j.job_id AND j.job_id = f.job_id AND j.status = 'wip'
+      AND j.attempt_id = f.attempt_id AND j.worker_id = $2 AND j.lease_expires_at > $5
+    RETURNING f.ord, j.status
+)
+SELECT i.ord, d.status AS job_status
+FROM input i LEFT JOIN extended d ON d.ord = i.ord
+ORDER BY i.ord

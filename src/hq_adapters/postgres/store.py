@@ -1,0 +1,27 @@
+"""The asyncpg implementation of :class:`hq_domain.ports.Store`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from hq_adapters.postgres.admin import AdminMixin
+from hq_adapters.postgres.enqueue import EnqueueMixin
+from hq_adapters.postgres.users import UsersMixin
+from hq_adapters.postgres.web import WebMixin
+from hq_adapters.postgres.worker import WorkerMixin
+from hq_domain.clock import Clock
+
+
+class PostgresStore(WorkerMixin, AdminMixin, EnqueueMixin, UsersMixin, WebMixin):
+    """Every port over one asyncpg pool; time comes only from the injected clock."""
+
+
+async def connect(dsn: str, clock: Clock, **pool_kwargs: Any) -> PostgresStore:
+    """A store over a new pool (``close()`` closes it). Migrations are run separately."""
+    store_kwargs = {
+        k: pool_kwargs.pop(k) for k in ("claim_sweep_limit",) if k in pool_kwargs
+    }
+    pool = await asyncpg.create_pool(dsn, **pool_kwargs)
+    return PostgresStore(pool, clock, **store_kwargs)

@@ -1,0 +1,211 @@
+"""The worker API (spec §2.4, §1.7.10–1.7.15) and the background expiry sweep (D2).
+
+Each call is one transaction: a context statement (user, project, worker mapping), then one
+set-based statement per step — never a round trip per job (D6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import asyncpg
+
+from hq_adapters.postgres import rows
+from hq_adapters.postgres.base import StoreBase
+from hq_adapters.postgres.queries import q
+from hq_domain import ratelimit
+from hq_domain.clock import millis, seconds
+from hq_domain.errors import NotFound, PermissionDenied, ProjectDispatchRateLimited
+from hq_domain.ids import new_attempt_id
+from hq_domain.jobs import ClaimedJob, JobStatus
+from hq_domain.projects import (
+    ClaimOrder,
+    Project,
+    ProjectStatus,
+    WorkerOp,
+    op_allowed,
+    require_op_allowed,
+)
+from hq_domain.users import UserStatus, require_worker
+from hq_domain.worker import (
+    UNLIMITED_RETRY_AFTER_MS,
+    AttemptRef,
+    ClaimRequest,
+    ClaimResult,
+    CompleteItem,
+    FailItem,
+    ItemResult,
+    bucket_start_ms,
+    plan_claim,
+)
+
+_ALLOWED = {op: [s.value for s in ProjectStatus if op_allowed(s, op)] for op in WorkerOp}
+_CLAIM_SQL = {ClaimOrder.FIFO: "claim_fifo", ClaimOrder.RANDOM: "claim_random"}
+
+
+def _results(items: Sequence[AttemptRef | CompleteItem | FailItem], found: list[asyncpg.Record],
+             lease: int | None = None) -> list[ItemResult]:
+    out = []
+    for item, r in zip(items, found, strict=True):
+        status = r["job_status"]
+        if status is None:
+            out.append(ItemResult(item.job_id, item.attempt_id, False))
+        else:
+            out.append(ItemResult(item.job_id, item.attempt_id, True, JobStatus(status), lease))
+    return out
+
+
+class WorkerMixin(StoreBase):
+    async def _context(
+        self, conn: asyncpg.Connection, user_id: str, project_id: str, worker_id: str | None,
+        op: WorkerOp,
+    ) -> Project:
+        """Re-read user and project (spec §1.6 step 8) and upsert the worker mapping."""
+        r = await conn.fetchrow(q("worker_context"), user_id, project_id, worker_id, _ALLOWED[op])
+        if r["user_status"] is None:
+            raise PermissionDenied("active worker role required")
+        require_worker(UserStatus(r["user_status"]), rows.roles(r["user_roles"]))
+        if r["id"] is None:
+            raise NotFound("project not found")
+        project = rows.project(r)
+        require_op_allowed(project, op)
+        return project
+
+    async def gate_project(self, project_id: str) -> Project | None:
+        r = await self._fetchrow("get_project", project_id)
+        return None if r is None else rows.project(r)
+
+    async def policy(self, user_id: str, project_id: str) -> Project:
+        async with self._tx() as conn:
+            return await self._context(conn, user_id, project_id, None, WorkerOp.POLICY)
+
+    async def claim(self, user_id: str, project_id: str, request: ClaimRequest) -> ClaimResult:
+        limited: ProjectDispatchRateLimited | None = None
+        jobs: list[ClaimedJob] = []
+        retry_after = UNLIMITED_RETRY_AFTER_MS
+        accept = list(request.accept_types)
+        async with self._tx() as conn:
+            project = await self._context(
+                conn, user_id, project_id, request.worker_id, WorkerOp.CLAIM
+            )
+            if project.dispatch_qps is not None:
+                # D8: lock first, read the clock after, so the bucket sees time move forward.
+                locked = await conn.fetchrow(q("lock_project"), project_id)
+                if locked is None:
+                    raise NotFound("project not found")
+                project = rows.project(locked)
+                require_op_allowed(project, WorkerOp.CLAIM)
+            now_ns = self._clock.now_ns()
+            now_s = seconds(now_ns)
+            plan = plan_claim(project, request.max_jobs, now_ns)
+            await conn.execute(
+                q("sweep_project"), project_id, now_s, self._claim_sweep_limit, project.max_resets
+            )
+            qps = project.dispatch_qps
+            if plan.limit < 1:
+                assert plan.tokens is not None and qps is not None
+                has_work = await conn.fetchval(q("todo_exists"), project_id, accept)
+                refilled_at = ratelimit.advance_refill_time(project.dispatch_refilled_at_ns, now_ns)
+                await conn.execute(q("store_dispatch_bucket"), project_id, plan.tokens, refilled_at)
+                if has_work:
+                    limited = ProjectDispatchRateLimited(
+                        project_id, project.policy_version,
+                        ratelimit.retry_after_ms(plan.tokens, qps),
+                    )
+            else:
+                found = await conn.fetch(
+                    q(_CLAIM_SQL[project.claim_order]),
+                    project_id,
+                    accept,
+                    plan.limit,
+                    [new_attempt_id() for _ in range(plan.limit)],
+                    request.worker_id,
+                    now_s + request.lease_seconds,
+                    now_s,
+                )
+                jobs = [rows.claimed(r) for r in found]
+                if plan.tokens is not None and qps is not None and jobs:
+                    bucket, retry_after = ratelimit.after_claim(
+                        plan.tokens, len(jobs), project.dispatch_refilled_at_ns, now_ns, qps
+                    )
+                    await conn.execute(
+                        q("store_dispatch_bucket"), project_id, bucket.tokens,
+                        bucket.refilled_at_ns,
+                    )
+            if project.worker_claim_qps is not None:
+                await conn.execute(
+                    q("record_claim_bucket"), project_id, request.worker_id,
+                    bucket_start_ms(millis(now_ns)), len(jobs), request.policy_version,
+                )
+        if limited is not None:
+            raise limited
+        return ClaimResult(project_id, jobs, retry_after, project.policy_version)
+
+    async def complete(
+        self, user_id: str, project_id: str, worker_id: str, items: Sequence[CompleteItem]
+    ) -> list[ItemResult]:
+        now_s = self._now_s()
+        async with self._tx() as conn:
+            await self._context(conn, user_id, project_id, worker_id, WorkerOp.COMPLETE)
+            found = await conn.fetch(
+                q("complete_batch"),
+                project_id,
+                worker_id,
+                [i.job_id for i in items],
+                [i.attempt_id for i in items],
+                [rows.dump(i.outcome.to_json()) for i in items],
+                [
+                    rows.dump(
+                        None if i.artifact_receipts is None
+                        else [r.to_json() for r in i.artifact_receipts]
+                    )
+                    for i in items
+                ],
+                now_s,
+            )
+        return _results(items, found)
+
+    async def fail(
+        self, user_id: str, project_id: str, worker_id: str, items: Sequence[FailItem]
+    ) -> list[ItemResult]:
+        now_s = self._now_s()
+        async with self._tx() as conn:
+            await self._context(conn, user_id, project_id, worker_id, WorkerOp.FAIL)
+            found = await conn.fetch(
+                q("fail_batch"),
+                project_id,
+                worker_id,
+                [i.job_id for i in items],
+                [i.attempt_id for i in items],
+                [i.retryable for i in items],
+                [rows.dump(i.error.to_json()) for i in items],
+                now_s,
+            )
+        return _results(items, found)
+
+    async def extend_lease(
+        self,
+        user_id: str,
+        project_id: str,
+        worker_id: str,
+        extend_seconds: int,
+        items: Sequence[AttemptRef],
+    ) -> list[ItemResult]:
+        now_s = self._now_s()
+        lease = now_s + extend_seconds
+        async with self._tx() as conn:
+            await self._context(conn, user_id, project_id, worker_id, WorkerOp.EXTEND)
+            found = await conn.fetch(
+                q("extend_batch"),
+                project_id,
+                worker_id,
+                [i.job_id for i in items],
+                [i.attempt_id for i in items],
+                now_s,
+                lease,
+            )
+        return _results(items, found, lease)
+
+    async def sweep_expired(self, limit: int) -> int:
+        status = await self._execute("sweep_expired", self._now_s(), limit)
+        return int(status.rsplit(" ", 1)[-1])
