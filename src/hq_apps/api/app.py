@@ -1,0 +1,69 @@
+"""The composition root of the tracker HTTP server: ``create_app(settings, store, clock)``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Litestar, Request, Response, get
+from litestar.handlers import HTTPRouteHandler
+
+from hq_apps.api.admin_projects import project_handlers
+from hq_apps.api.admin_users import user_handlers
+from hq_apps.api.auth import authenticate
+from hq_apps.api.edge import GLOBAL_BODY_LIMIT, HqLitestar
+from hq_apps.api.errors import EXCEPTION_HANDLERS
+from hq_apps.api.http import json_response
+from hq_apps.api.openapi import op, openapi_config
+from hq_apps.api.sweeper import sweeper_lifespan
+from hq_apps.api.wire_out import HealthOut, WhoamiOut
+from hq_apps.api.worker_routes import worker_handlers
+from hq_apps.settings import Settings
+from hq_domain.clock import Clock, SystemClock
+from hq_domain.ports import Store
+
+
+def _common_handlers(store: Store) -> list[HTTPRouteHandler]:
+    @get("/healthz", **op("Health check", ["meta"], None, HealthOut, auth=False))
+    async def healthz() -> Response[bytes]:
+        return json_response(HealthOut("ok"))
+
+    @get("/api/v1/whoami", **op("Token owner", ["meta"], None, WhoamiOut))
+    async def whoami(request: Request[Any, Any, Any]) -> Response[bytes]:
+        principal = await authenticate(request, store)
+        return json_response(WhoamiOut(principal.user_id))
+
+    return [healthz, whoami]
+
+
+def _source_upload_handlers(store: Store, clock: Clock) -> list[HTTPRouteHandler]:
+    """Route 8, ``POST /api/v1/admin/projects/{p}/source`` (task ``src``).
+
+    LEAD: wire ``hq_apps.api.source_upload`` here, e.g.
+    ``from hq_apps.api.source_upload import source_handlers; return source_handlers(store, clock)``.
+    """
+    return []
+
+
+def create_app(settings: Settings, store: Store, clock: Clock | None = None) -> Litestar:
+    """Build the tracker app. ``store`` is owned by the caller (opened and closed outside)."""
+    clock = clock or SystemClock()
+    handlers: list[Any] = [
+        *_common_handlers(store),
+        *project_handlers(store),
+        *_source_upload_handlers(store, clock),
+        *user_handlers(store),
+        *worker_handlers(store),
+    ]
+    if settings.web is not None:
+        from hq_apps.web import web_handlers  # imported only when the dashboard is enabled
+
+        handlers += web_handlers(settings.web, store, clock)
+    return HqLitestar(
+        route_handlers=handlers,
+        exception_handlers=EXCEPTION_HANDLERS,
+        openapi_config=openapi_config() if settings.openapi else None,
+        lifespan=[sweeper_lifespan(store, settings.sweep_interval_s, settings.sweep_batch)],
+        request_max_body_size=GLOBAL_BODY_LIMIT,
+        logging_config=None,
+        debug=False,
+    )

@@ -1,0 +1,77 @@
+"""Machine-token authentication and the two gates (spec §1.5, §1.6).
+
+Check orders are wire-visible: admin = 401 → 403; worker = 401 → 400 (project ID) → 404 →
+403 → 426. Both record the caller in the request log context.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar import Request
+
+from hq_apps.api.http import header
+from hq_apps.api.requestlog import context
+from hq_domain.errors import (
+    ClientUpgradeRequired,
+    InvalidMachineToken,
+    InvalidRequest,
+    NotFound,
+)
+from hq_domain.ids import MAX_MACHINE_TOKEN_CHARS, is_id
+from hq_domain.ports import AuthPort, WorkerPort
+from hq_domain.projects import Project
+from hq_domain.users import Principal, require_admin, require_worker
+
+CLIENT_VERSION_HEADER = b"x-savewebhq-client-version"
+_TOKEN_FORBIDDEN = frozenset(" \t\r\n")
+
+
+def bearer_token(authorization: str | None) -> str:
+    """The token of an ``Authorization: Bearer <token>`` header, else 401."""
+    text = (authorization or "").strip()
+    scheme, _, token = text.partition(" ")
+    if scheme.lower() != "bearer" or not token or not _TOKEN_FORBIDDEN.isdisjoint(token):
+        raise InvalidMachineToken("machine token required")
+    return token
+
+
+async def authenticate(request: Request[Any, Any, Any], store: AuthPort) -> Principal:
+    token = bearer_token(header(request, b"authorization"))
+    if len(token) > MAX_MACHINE_TOKEN_CHARS:
+        raise InvalidMachineToken("invalid machine token")
+    principal = await store.principal_for_token(token)
+    if principal is None:
+        raise InvalidMachineToken("invalid machine token")
+    ctx = context(request.scope)
+    if ctx is not None:
+        ctx.user = principal.user_id
+    return principal
+
+
+async def admin_principal(request: Request[Any, Any, Any], store: AuthPort) -> Principal:
+    """Route auth for ``/api/v1/admin/**``: valid token, then active admin (403)."""
+    principal = await authenticate(request, store)
+    require_admin(principal)
+    return principal
+
+
+async def worker_gate(
+    request: Request[Any, Any, Any], store: Any, project_id: str
+) -> tuple[Principal, Project]:
+    """The client-version gate of every worker route, in the exact order of spec §1.6.
+
+    ``store`` provides both :class:`AuthPort` and :class:`WorkerPort`.
+    """
+    principal = await authenticate(request, store)
+    if not is_id(project_id) or not is_id(principal.user_id):
+        raise InvalidRequest("invalid project ID")
+    worker_port: WorkerPort = store
+    project = await worker_port.gate_project(project_id)
+    if project is None:
+        raise NotFound("user or project not found")
+    require_worker(principal.status, principal.roles)
+    version = header(request, CLIENT_VERSION_HEADER) or ""
+    if version not in project.client_versions:
+        raise ClientUpgradeRequired(version, list(project.client_versions))
+    return principal, project

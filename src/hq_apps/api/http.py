@@ -1,0 +1,107 @@
+"""Request-body decoding (spec §1.3) and JSON responses (spec §1.1).
+
+Bodies are read and decoded here rather than by Litestar so the error messages are the
+spec's: content type, 8 MiB cap, ``invalid JSON body: ...``, exactly one JSON value.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, TypeVar
+
+import msgspec
+from litestar import Request, Response
+
+from hq_domain.errors import InvalidRequest
+
+MAX_JSON_BODY = 8 * 1024 * 1024
+JSON_MEDIA_TYPE = "application/json"
+READ_TIMEOUT_S = 15.0
+
+T = TypeVar("T")
+
+_encoder = msgspec.json.Encoder()
+_decoders: dict[type, msgspec.json.Decoder[Any]] = {}
+
+
+def encode(value: Any) -> bytes:
+    """One JSON document followed by a newline."""
+    buf = bytearray()
+    _encoder.encode_into(value, buf)
+    buf += b"\n"
+    return bytes(buf)
+
+
+def json_response(
+    value: Any, status: int = 200, headers: dict[str, str] | None = None
+) -> Response[bytes]:
+    return Response(encode(value), status_code=status, media_type=JSON_MEDIA_TYPE, headers=headers)
+
+
+def no_content() -> Response[None]:
+    return Response(None, status_code=204)
+
+
+def media_type(value: str | None) -> str | None:
+    """The lower-cased ``type/subtype`` of a Content-Type header, or None if unparsable."""
+    if not value:
+        return None
+    essence = value.split(";", 1)[0].strip().lower()
+    kind, sep, sub = essence.partition("/")
+    if not sep or not kind or not sub or any(c in essence for c in ' \t"(),:<=>?@[\\]{}'):
+        return None
+    return essence
+
+
+def header(request: Request[Any, Any, Any], name: bytes) -> str | None:
+    """The first value of a header exactly as received (``name`` lower-case)."""
+    for key, value in request.scope["headers"]:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+async def read_body(request: Request[Any, Any, Any], limit: int = MAX_JSON_BODY) -> bytes:
+    """The whole body, at most ``limit`` bytes, arriving within the 15 s read timeout."""
+    declared = header(request, b"content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise InvalidRequest(f"request body exceeds {limit} bytes")
+    chunks = bytearray()
+    receive = request.receive
+    try:
+        async with asyncio.timeout(READ_TIMEOUT_S):
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise InvalidRequest("invalid JSON body: unexpected EOF")
+                chunks += message.get("body", b"")
+                if len(chunks) > limit:
+                    raise InvalidRequest(f"request body exceeds {limit} bytes")
+                if not message.get("more_body", False):
+                    return bytes(chunks)
+    except TimeoutError:
+        raise InvalidRequest("invalid JSON body: read timeout") from None
+
+
+def decode_json(raw: bytes, kind: type[T]) -> T:
+    if not raw.strip():
+        raise InvalidRequest("invalid JSON body: EOF")
+    if raw.strip() == b"null":
+        raw = b"{}"
+    decoder = _decoders.get(kind)
+    if decoder is None:
+        decoder = _decoders[kind] = msgspec.json.Decoder(kind)
+    try:
+        return decoder.decode(raw)  # type: ignore[no-any-return]
+    except msgspec.DecodeError as exc:
+        text = str(exc)
+        if "trailing characters" in text:
+            raise InvalidRequest("request body must contain exactly one JSON object") from None
+        raise InvalidRequest(f"invalid JSON body: {text}") from None
+
+
+async def read_json(request: Request[Any, Any, Any], kind: type[T]) -> T:
+    """Content-type check, capped read, strict decode (spec §1.3 steps 1–3)."""
+    if media_type(header(request, b"content-type")) != JSON_MEDIA_TYPE:
+        raise InvalidRequest("content type must be application/json")
+    return decode_json(await read_body(request), kind)

@@ -1,0 +1,56 @@
+"""``GET /readyz``: readiness, i.e. "this process can reach its database right now".
+
+``/healthz`` stays liveness-only (it never touches the store, so an orchestrator does not
+restart a healthy process during a database outage); ``/readyz`` runs one trivial,
+bounded-time store read and answers 503 with the standard error envelope when it fails or
+hangs, so a load balancer can take the replica out of rotation until the database is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from litestar import Response, get
+from litestar.handlers import HTTPRouteHandler
+
+from hq_apps.api.errors import hq_error_response
+from hq_apps.api.http import json_response
+from hq_apps.api.openapi import op
+from hq_apps.api.wire_out import HealthOut
+from hq_domain.errors import InternalError
+
+log = logging.getLogger("hq.api.readiness")
+
+READY_TIMEOUT_S = 2.0
+_PROBE_PROJECT = "readyz-probe"
+
+
+async def database_ready(store: Any, timeout_s: float = READY_TIMEOUT_S) -> bool:
+    """One trivial query through the store (a ``ping()`` if the adapter has one, else a
+    single-row project lookup), cancelled after ``timeout_s``."""
+    ping = getattr(store, "ping", None)
+    probe = ping() if callable(ping) else store.gate_project(_PROBE_PROJECT)
+    try:
+        await asyncio.wait_for(probe, timeout_s)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:
+        log.warning("readiness probe failed", extra={"fields": {"error": type(exc).__name__}})
+        return False
+    return True
+
+
+def readiness_handler(store: Any, timeout_s: float = READY_TIMEOUT_S) -> HTTPRouteHandler:
+    """The ``/readyz`` route over ``store`` (mount it next to ``/healthz`` in ``create_app``)."""
+
+    @get("/readyz", **op("Readiness (database reachable)", ["meta"], None, HealthOut, auth=False))
+    async def readyz() -> Response[bytes]:
+        if await database_ready(store, timeout_s):
+            return json_response(HealthOut("ok"))
+        return hq_error_response(
+            InternalError("database unavailable", status=503, retryable=True, retry_after_ms=1000)
+        )
+
+    return readyz

@@ -1,0 +1,146 @@
+"""Worker API, routes 19–23 (spec §1.6, §1.7.10–§1.7.15)."""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from litestar import Request, Response, get, post
+from litestar.handlers import HTTPRouteHandler
+from litestar.params import FromPath
+
+from hq_apps.api import wire_in as w
+from hq_apps.api.auth import worker_gate
+from hq_apps.api.http import json_response, read_json
+from hq_apps.api.openapi import op
+from hq_apps.api.requestlog import set_worker_id
+from hq_apps.api.wire_out import (
+    BatchResultOut,
+    ClaimOut,
+    PolicyOut,
+    claim_out,
+    item_results,
+    policy_out,
+)
+from hq_domain import validation as v
+from hq_domain.errors import HqError
+from hq_domain.jobs import ArtifactReceipt
+from hq_domain.ports import Store
+from hq_domain.projects import WorkerOp, require_op_allowed
+from hq_domain.worker import AttemptRef, CompleteItem, FailItem
+
+_Req = Request[Any, Any, Any]
+TAGS = ["worker"]
+
+
+def _complete_item(item: w.CompleteItemIn) -> CompleteItem:
+    ref = v.check_attempt_ref(item.job_id, item.attempt_id)
+    o = item.outcome or w.OutcomeIn()
+    outcome = v.validate_outcome(o.kind, o.code, o.uri, o.meta)
+    receipts: tuple[ArtifactReceipt, ...] | None = None
+    if item.artifact_receipts is not None:
+        v.check_receipt_count(item.artifact_receipts)
+        receipts = tuple(
+            v.validate_receipt(r.id, r.issuer, r.object_id, r.checksum, r.size_bytes, r.accepted_at)
+            for r in item.artifact_receipts
+        )
+    return CompleteItem(ref.job_id, ref.attempt_id, outcome, receipts)
+
+
+def _fail_item(item: w.FailItemIn) -> FailItem:
+    ref = v.check_attempt_ref(item.job_id, item.attempt_id)
+    e = item.error or w.ExecutionErrorIn()
+    error = v.validate_execution_error(e.code, e.message, e.details)
+    return FailItem(ref.job_id, ref.attempt_id, bool(item.retryable), error)
+
+
+async def _status_first(
+    store: Store, project_id: str, op_kind: WorkerOp, exc: HqError
+) -> NoReturn:
+    """Item validation runs inside the reference's transaction, after the project-status
+    check: an invalid item in an inactive project is a 409, not a 400."""
+    project = await store.gate_project(project_id)
+    if project is not None:
+        require_op_allowed(project, op_kind)
+    raise exc
+
+
+def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
+    @get("/api/v1/projects/{project_id:str}", **op("Project policy", TAGS, None, PolicyOut))
+    async def project_policy(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
+        principal, _ = await worker_gate(request, store, project_id)
+        return json_response(policy_out(await store.policy(principal.user_id, project_id)))
+
+    @post(
+        "/api/v1/projects/{project_id:str}/jobs/claim",
+        **op("Claim jobs", TAGS, w.ClaimIn, ClaimOut),
+    )
+    async def claim(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
+        principal, _ = await worker_gate(request, store, project_id)
+        body = await read_json(request, w.ClaimIn)
+        set_worker_id(request.scope, body.worker_id)
+        req = v.validate_claim(
+            body.worker_id,
+            body.max_jobs,
+            body.lease_seconds,
+            body.accept_types,
+            body.policy_version,
+        )
+        result = await store.claim(principal.user_id, project_id, req)
+        return json_response(claim_out(result))
+
+    @post(
+        "/api/v1/projects/{project_id:str}/jobs/complete",
+        **op("Complete attempts", TAGS, w.CompleteIn, BatchResultOut),
+    )
+    async def complete(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
+        principal, _ = await worker_gate(request, store, project_id)
+        body = await read_json(request, w.CompleteIn)
+        set_worker_id(request.scope, body.worker_id)
+        items_in = body.items or []
+        v.check_batch_shape(body.worker_id, len(items_in), "invalid completion batch")
+        try:
+            items = [_complete_item(i) for i in items_in]
+        except HqError as exc:
+            await _status_first(store, project_id, WorkerOp.COMPLETE, exc)
+        results = await store.complete(principal.user_id, project_id, body.worker_id or "", items)
+        return json_response(item_results(results))
+
+    @post(
+        "/api/v1/projects/{project_id:str}/jobs/fail",
+        **op("Fail attempts", TAGS, w.FailIn, BatchResultOut),
+    )
+    async def fail(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
+        principal, _ = await worker_gate(request, store, project_id)
+        body = await read_json(request, w.FailIn)
+        set_worker_id(request.scope, body.worker_id)
+        items_in = body.items or []
+        v.check_batch_shape(body.worker_id, len(items_in), "invalid failure batch")
+        try:
+            items = [_fail_item(i) for i in items_in]
+        except HqError as exc:
+            await _status_first(store, project_id, WorkerOp.FAIL, exc)
+        results = await store.fail(principal.user_id, project_id, body.worker_id or "", items)
+        return json_response(item_results(results))
+
+    @post(
+        "/api/v1/projects/{project_id:str}/jobs/extend-lease",
+        **op("Extend leases", TAGS, w.ExtendIn, BatchResultOut),
+    )
+    async def extend_lease(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
+        principal, _ = await worker_gate(request, store, project_id)
+        body = await read_json(request, w.ExtendIn)
+        set_worker_id(request.scope, body.worker_id)
+        items_in = body.items or []
+        message = "invalid lease extension batch"
+        v.check_batch_shape(body.worker_id, len(items_in), message)
+        seconds = v.check_lease_seconds(body.extend_seconds, message)
+        try:
+            refs: list[AttemptRef] = [v.check_attempt_ref(i.job_id, i.attempt_id) for i in items_in]
+        except HqError as exc:
+            await _status_first(store, project_id, WorkerOp.EXTEND, exc)
+        results = await store.extend_lease(
+            principal.user_id, project_id, body.worker_id or "", seconds, refs
+        )
+        return json_response(item_results(results))
+
+    return [project_policy, claim, complete, fail, extend_lease]

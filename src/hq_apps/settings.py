@@ -1,0 +1,43 @@
+"""Settings of the tracker server, passed explicitly to ``create_app`` (never read from env here).
+
+The CLI builds these from flags and ``HQ_*`` variables (spec §4.1); tests build them directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class WebSettings:
+    """Web dashboard + GitHub OAuth configuration (spec §5, D4). All six values are required."""
+
+    public_url: str
+    github_client_id: str
+    github_client_secret: str = field(repr=False)
+    web_session_secret: bytes = field(repr=False)
+    oauth_admin_org: str
+    oauth_admin_team: str
+    github_url: str = "https://github.com"
+    github_api_url: str = "https://api.github.com"
+
+    @property
+    def oauth_redirect_url(self) -> str:
+        return self.public_url.rstrip("/") + "/auth/github/callback"
+
+    @property
+    def secure_cookies(self) -> bool:
+        return self.public_url.startswith("https://")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    listen: str = ":8080"
+    database_url: str | None = None
+    web: WebSettings | None = None
+    pool_min: int = 2
+    pool_max: int = 16
+    sweep_interval_s: float = 5.0
+    """D2 background sweep period; ``0`` disables the sweeper (tests with a manual clock)."""
+    sweep_batch: int = 1000
+    openapi: bool = True

