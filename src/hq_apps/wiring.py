@@ -137,9 +137,14 @@ def _dev_token(path: str) -> str:
     return token
 
 
-def run_dev(host: str, port: int, data_dir: str = DEV_DATA_DIR) -> None:
+def run_dev(
+    host: str, port: int, data_dir: str = DEV_DATA_DIR, *, fake_github: bool = False
+) -> None:
     """D5: embedded PostgreSQL under ``./data/postgres``, migrations, an active admin+worker
-    user ``dev-admin`` whose token lives in ``./data/admin.token``, then the API."""
+    user ``dev-admin`` whose token lives in ``./data/admin.token``, then the API.
+
+    With ``fake_github`` the dashboard is enabled against a local fake GitHub (loopback) whose
+    next login is a member of the admin team, so the web UI can be clicked through offline."""
     import os
 
     from hq_adapters.embedded import EmbeddedPostgres
@@ -161,6 +166,16 @@ def run_dev(host: str, port: int, data_dir: str = DEV_DATA_DIR) -> None:
             finally:
                 await store.close()
             url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"
+            fake_task = None
+            if fake_github:
+                from dataclasses import replace
+
+                from hq_apps.web.fake_github import dev_web
+                from hq_apps.web.fake_github import serve as serve_fake
+
+                fake, web, sock = dev_web(url)
+                settings = replace(settings, web=web)
+                fake_task = asyncio.create_task(serve_fake(fake, sock))
 
             def banner() -> None:
                 print(
@@ -173,7 +188,17 @@ def run_dev(host: str, port: int, data_dir: str = DEV_DATA_DIR) -> None:
                     f"  API schema: {url}/schema",
                     flush=True,
                 )
+                if fake_github:
+                    print(
+                        f"  dashboard:  {url}/ (\"Continue with GitHub\" signs in through a "
+                        "local fake GitHub as a team admin)",
+                        flush=True,
+                    )
 
-            await serve(settings, host, port, on_started=banner)
+            try:
+                await serve(settings, host, port, on_started=banner)
+            finally:
+                if fake_task is not None:
+                    fake_task.cancel()
 
         run(main())

@@ -30,6 +30,7 @@ from hq_apps.cli.common import (
     validate_public_url,
     write_exclusive,
 )
+from hq_apps.cli.ops import monitor, prune_claim_buckets
 from hq_apps.settings import Settings, WebSettings
 from hq_domain.clock import SystemClock
 from hq_domain.ids import is_id
@@ -225,18 +226,32 @@ def serve(
 
 
 @app.command
-def dev(*, listen: Listen = "127.0.0.1:8080") -> None:
-    """Local development: embedded PostgreSQL under ./data, a dev-admin token, the API."""
+def dev(*, listen: Listen = "127.0.0.1:8080", fake_github: bool = False) -> None:
+    """Local development: embedded PostgreSQL under ./data, a dev-admin token, the API.
+
+    Parameters
+    ----------
+    fake_github
+        Also serve the web dashboard, signing in through a local fake GitHub.
+    """
     host, port = parse_listen(listen or "127.0.0.1:8080")
-    wiring.run_dev(host, port)
+    wiring.run_dev(host, port, fake_github=fake_github)
 
 
-# LEAD: register the commands written by other tasks here, e.g.
-#   app.command(enqueue_source, name="enqueue-source")        (task src)
-#   app.command(monitor, name="monitor")                       (task monitor)
-#   app.command(prune_claim_buckets, name="prune-claim-buckets")
-# and add their names to COMMANDS below.
-COMMANDS = frozenset({"web-keygen", "migrate", "bootstrap-user", "put-project", "serve", "dev"})
+app.command(monitor, name="monitor")
+app.command(prune_claim_buckets, name="prune-claim-buckets")
+COMMANDS = frozenset(
+    {
+        "web-keygen",
+        "migrate",
+        "bootstrap-user",
+        "put-project",
+        "serve",
+        "dev",
+        "monitor",
+        "prune-claim-buckets",
+    }
+)
 
 
 def _fail(error: object) -> int:
