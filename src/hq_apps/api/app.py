@@ -36,12 +36,10 @@ def _common_handlers(store: Store) -> list[HTTPRouteHandler]:
 
 
 def _source_upload_handlers(store: Store, clock: Clock) -> list[HTTPRouteHandler]:
-    """Route 8, ``POST /api/v1/admin/projects/{p}/source`` (task ``src``).
+    """Route 8, ``POST /api/v1/admin/projects/{p}/source`` (streamed source upload)."""
+    from hq_apps.api.source_upload import source_handlers
 
-    LEAD: wire ``hq_apps.api.source_upload`` here, e.g.
-    ``from hq_apps.api.source_upload import source_handlers; return source_handlers(store, clock)``.
-    """
-    return []
+    return source_handlers(store, clock)
 
 
 def create_app(settings: Settings, store: Store, clock: Clock | None = None) -> Litestar:

@@ -31,6 +31,7 @@ from hq_apps.cli.common import (
     write_exclusive,
 )
 from hq_apps.cli.ops import monitor, prune_claim_buckets
+from hq_apps.cli.source_import import enqueue_source_command
 from hq_apps.settings import Settings, WebSettings
 from hq_domain.clock import SystemClock
 from hq_domain.ids import is_id
@@ -238,6 +239,7 @@ def dev(*, listen: Listen = "127.0.0.1:8080", fake_github: bool = False) -> None
     wiring.run_dev(host, port, fake_github=fake_github)
 
 
+app.command(enqueue_source_command, name="enqueue-source")
 app.command(monitor, name="monitor")
 app.command(prune_claim_buckets, name="prune-claim-buckets")
 COMMANDS = frozenset(
@@ -246,6 +248,7 @@ COMMANDS = frozenset(
         "migrate",
         "bootstrap-user",
         "put-project",
+        "enqueue-source",
         "serve",
         "dev",
         "monitor",

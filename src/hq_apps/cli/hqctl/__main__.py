@@ -1,0 +1,3 @@
+from hq_apps.cli.hqctl import main
+
+main()

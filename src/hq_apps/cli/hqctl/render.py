@@ -1,0 +1,105 @@
+"""Plain-text tables and JSON output for the admin commands."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+from hq_adapters.admin_client import wire
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(msgspec.json.encode(wire.to_builtins(value)).decode() + "\n")
+
+
+def when(ts: int | None) -> str:
+    if ts is None:
+        return "-"
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def cell(value: Any, width: int = 60) -> str:
+    if value is None or value is msgspec.UNSET:
+        return "-"
+    text = str(value).replace("\n", "\\n")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[cell(v) for v in row] for row in rows]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
+    lines = ["  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    return "\n".join(lines) + "\n"
+
+
+def pairs(items: Sequence[tuple[str, Any]]) -> str:
+    width = max(len(k) for k, _ in items)
+    return "".join(f"{k.ljust(width)}  {cell(v, 200)}\n" for k, v in items)
+
+
+def qps(value: float | None) -> str:
+    return "unlimited" if value is None else f"{value:g}"
+
+
+def project_rows(projects: Sequence[wire.ProjectSummary]) -> str:
+    headers = ["id", "status", "identity", "order", "dispatch_qps", "todo", "wip", "done",
+               "failed", "exhausted", "policy"]  # fmt: skip
+    rows = [
+        [
+            p.id,
+            p.status,
+            p.identity_mode,
+            p.claim_order,
+            qps(p.dispatch_qps),
+            p.job_counts.todo,
+            p.job_counts.wip,
+            p.job_counts.done,
+            p.job_counts.failed,
+            p.job_counts.reset_exhausted,
+            p.policy_version,
+        ]
+        for p in projects
+    ]
+    return table(headers, rows)
+
+
+def project_detail(p: wire.ProjectSummary) -> str:
+    c = p.job_counts
+    return pairs([
+        ("id", p.id), ("status", p.status), ("identity_mode", p.identity_mode),
+        ("claim_order", p.claim_order), ("dispatch_qps", qps(p.dispatch_qps)),
+        ("worker_claim_qps", qps(p.worker_claim_qps)),
+        ("max_jobs_per_claim", p.max_jobs_per_claim), ("max_resets", p.max_resets),
+        ("recommended_lease_seconds", p.recommended_lease_seconds),
+        ("client_versions", ", ".join(p.client_versions) or "(none)"),
+        ("policy_version", p.policy_version),
+        ("job_counts", f"todo={c.todo} wip={c.wip} done={c.done} failed={c.failed} "
+                       f"reset_exhausted={c.reset_exhausted}"),
+        ("created_at", when(p.created_at)), ("updated_at", when(p.updated_at)),
+    ])  # fmt: skip
+
+
+def job_rows(jobs: Sequence[wire.AdminJob]) -> str:
+    headers = ["job_id", "status", "type", "resets", "id", "value", "updated_at"]
+    rows = [[j.job_id, j.status, j.type, j.reset_count, j.id, j.value, when(j.updated_at)]
+            for j in jobs]  # fmt: skip
+    return table(headers, rows)
+
+
+def job_detail(j: wire.AdminJob) -> str:
+    builtins = wire.to_builtins(j)
+    items = [(k, msgspec.json.encode(v).decode() if isinstance(v, dict | list) else v)
+             for k, v in builtins.items()]  # fmt: skip
+    return pairs(items)
+
+
+def user_rows(users: Sequence[wire.User]) -> str:
+    headers = ["id", "status", "roles", "github_login", "token_active", "token_viewable"]
+    rows = [[u.id, u.status, ",".join(u.roles) or "-", u.github_login, u.machine_token_active,
+             u.machine_token_viewable] for u in users]  # fmt: skip
+    return table(headers, rows)

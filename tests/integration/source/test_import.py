@@ -1,0 +1,144 @@
+"""Source import into a store, batch by batch (spec §1.7.5, §2.6), on the memory adapter."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import zstandard
+
+from hq_adapters.memory import MemoryStore
+from hq_adapters.sourcefile import SourceWriter
+from hq_apps.cli.source_import import SourceImportFailed, import_source
+from hq_domain.clock import ManualClock
+from hq_domain.errors import IdentityConflict, InvalidJob, NotFound, ProjectNotActive
+from hq_domain.ids import default_job_id
+from hq_domain.jobs import JobSpec
+from hq_domain.projects import ProjectPut
+
+BIG = {"max_jobs": 10_000_000, "max_uncompressed": 1 << 40}
+
+
+def source_bytes(specs) -> bytes:
+    text = b""
+    for s in specs:
+        from hq_adapters.sourcefile import encode_job_line
+
+        text += encode_job_line(s)
+    return zstandard.ZstdCompressor().compress(text)
+
+
+async def store_with(mode: str, status: str = "active") -> MemoryStore:
+    store = MemoryStore(ManualClock(1_700_000_000))
+    await store.put_project("p", ProjectPut(status=status, identity_mode=mode))
+    return store
+
+
+def specs_for(mode: str, n: int, start: int = 0) -> list[JobSpec]:
+    out = []
+    for i in range(start, start + n):
+        value = f"https://example.org/{i}"
+        out.append(
+            JobSpec(
+                value=value, id=default_job_id("seed", value) if mode == "external_id" else None
+            )
+        )
+    return out
+
+
+async def count(store: MemoryStore) -> int:
+    return (await store.get_project("p")).job_counts.todo
+
+
+@pytest.mark.parametrize("mode", ["external_id", "unique_value", "none"])
+async def test_import_and_reimport(mode, tmp_path) -> None:
+    store = await store_with(mode)
+    path = tmp_path / "s.zst"
+    with SourceWriter(str(path)) as w:
+        for s in specs_for(mode, 2500):
+            w.write(s)
+    first = await import_source(store, "p", str(path), **BIG)
+    assert (first.jobs, first.inserted) == (2500, 2500)
+    assert first.uncompressed_bytes > 2500 * 20
+    again = await import_source(store, "p", str(path), **BIG)
+    expected = 2500 if mode == "none" else 0
+    assert (again.jobs, again.inserted) == (2500, expected)
+    assert await count(store) == 2500 + expected
+    page = await store.list_jobs("p", None, 0, 5)
+    keys = {j.random_key for j in page.jobs}
+    assert len(keys) > 1  # keys are generated per job
+
+
+async def test_async_chunks_and_binary_reader() -> None:
+    store = await store_with("unique_value")
+    data = source_bytes(specs_for("unique_value", 1200))
+
+    async def chunks():
+        for i in range(0, len(data), 100):
+            yield data[i : i + 100]
+
+    got = await import_source(store, "p", chunks(), **BIG)
+    assert (got.jobs, got.inserted) == (1200, 1200)
+    got = await import_source(store, "p", io.BytesIO(data), **BIG)
+    assert (got.jobs, got.inserted) == (1200, 0)
+
+
+async def test_conflict_midway_keeps_earlier_batches() -> None:
+    store = await store_with("external_id")
+    await store.enqueue("p", [JobSpec(value="other", id="clash")])
+    specs = specs_for("external_id", 2500)
+    specs[2100] = JobSpec(value="different", id="clash")
+    with pytest.raises(SourceImportFailed) as info:
+        await import_source(store, "p", io.BytesIO(source_bytes(specs)), **BIG)
+    err = info.value
+    assert isinstance(err.error, IdentityConflict)
+    assert (err.imported_jobs, err.inserted, err.batch_lines) == (2000, 2000, (2001, 2500))
+    assert "imported_jobs=2000" in str(err) and "lines 2001-2500" in str(err)
+    assert await count(store) == 2001
+
+
+async def test_format_error_discards_partial_batch() -> None:
+    store = await store_with("none")
+    text = b'{"value":"a"}\n' * 1500 + b'{"value":"b","random_key":3}\n'
+    with pytest.raises(SourceImportFailed) as info:
+        await import_source(
+            store, "p", io.BytesIO(zstandard.ZstdCompressor().compress(text)), **BIG
+        )
+    assert isinstance(info.value.error, InvalidJob)
+    assert info.value.error.message == 'source format: line 1501: unknown field "random_key"'
+    assert info.value.imported_jobs == 1000
+    assert await count(store) == 1000
+
+
+async def test_id_rules_and_project_errors() -> None:
+    store = await store_with("unique_value")
+    with pytest.raises(SourceImportFailed) as info:
+        await import_source(
+            store, "p", io.BytesIO(source_bytes(specs_for("external_id", 3))), **BIG
+        )
+    assert info.value.error.message == "id is allowed only for external_id projects"
+    with pytest.raises(SourceImportFailed) as info:
+        await import_source(store, "nope", io.BytesIO(source_bytes(specs_for("none", 3))), **BIG)
+    assert isinstance(info.value.error, NotFound)
+    archived = await store_with("none", status="archived")
+    with pytest.raises(SourceImportFailed) as info:
+        await import_source(archived, "p", io.BytesIO(source_bytes(specs_for("none", 3))), **BIG)
+    assert isinstance(info.value.error, ProjectNotActive)
+
+
+async def test_zero_job_source_never_touches_store() -> None:
+    class Untouchable:
+        async def enqueue(self, project_id, jobs):  # pragma: no cover - must not run
+            raise AssertionError("store touched")
+
+    data = zstandard.ZstdCompressor().compress(b"\n \n\r\n")
+    got = await import_source(Untouchable(), "missing", io.BytesIO(data), **BIG)  # type: ignore[arg-type]
+    assert (got.jobs, got.inserted, got.uncompressed_bytes) == (0, 0, 5)
+
+
+async def test_limits() -> None:
+    store = await store_with("none")
+    data = source_bytes(specs_for("none", 10))
+    with pytest.raises(SourceImportFailed, match="source exceeds job limit"):
+        await import_source(store, "p", io.BytesIO(data), max_jobs=9, max_uncompressed=1 << 30)
+    assert await count(store) == 0
