@@ -172,3 +172,26 @@ def test_identity_mode_rules() -> None:
     for mode in (IdentityMode.NONE, IdentityMode.UNIQUE_VALUE):
         with pytest.raises(InvalidJob, match=r"^id is allowed only for external_id projects$"):
             check_identity_id(with_id, mode)
+
+
+# The fast path must never accept a job the exact size check would reject.
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from hq_domain import validation as _v  # noqa: E402
+
+_escapy = st.text(alphabet=st.sampled_from("<>&\u2028\x01a\U0001f600é"), max_size=6000)
+
+
+@settings(max_examples=300)
+@given(
+    value=_escapy.filter(bool),
+    via=st.none() | _escapy,
+    hops=st.integers(0, 2**63 - 1),
+    job_type=st.sampled_from([None, "seed", "asset"]),
+    job_id=st.none() | st.text(alphabet="abc:._-", min_size=1, max_size=128),
+)
+def test_fast_size_path_is_a_true_upper_bound(value, via, hops, job_type, job_id):
+    spec = JobSpec(value=value, id=job_id, type=job_type, via=via, hops=hops)
+    if _v._surely_small(spec):
+        assert _v.normalized_size(spec) <= _v.MAX_NORMALIZED_SPEC_BYTES
