@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 
 import httpx
@@ -12,7 +14,13 @@ import zstandard
 from tests.browser.conftest import LiveHQ
 
 pytestmark = pytest.mark.browser
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# Screenshots refresh docs/screenshots only when asked (HQ_UPDATE_SCREENSHOTS=1), so an
+# ordinary test run never dirties the checkout; otherwise they go to a temporary folder.
+SHOTS = (
+    Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+    if os.environ.get("HQ_UPDATE_SCREENSHOTS") == "1"
+    else Path(tempfile.gettempdir()) / "savewebhq-screenshots"
+)
 VERSION = "browser-test/1"
 
 
