@@ -29,17 +29,31 @@ _PROBE_PROJECT = "readyz-probe"
 
 async def database_ready(store: Any, timeout_s: float = READY_TIMEOUT_S) -> bool:
     """One trivial query through the store (a ``ping()`` if the adapter has one, else a
-    single-row project lookup), cancelled after ``timeout_s``."""
+    single-row project lookup), abandoned after ``timeout_s``.
+
+    Not ``asyncio.wait_for``: it waits for the cancelled probe to finish, and a cancelled
+    asyncpg query first sends a cancel request over a new connection — against a database
+    that has stopped answering that takes as long as the connect timeout (a minute).
+    """
     ping = getattr(store, "ping", None)
-    probe = ping() if callable(ping) else store.gate_project(_PROBE_PROJECT)
-    try:
-        await asyncio.wait_for(probe, timeout_s)
-    except asyncio.CancelledError:
-        raise
-    except Exception as exc:
-        log.warning("readiness probe failed", extra={"fields": {"error": type(exc).__name__}})
+    probe = asyncio.ensure_future(ping() if callable(ping) else store.gate_project(_PROBE_PROJECT))
+    probe.add_done_callback(_retrieve)
+    done, _ = await asyncio.wait({probe}, timeout=timeout_s)
+    if not done:
+        probe.cancel()
+        log.warning("readiness probe timed out", extra={"fields": {"timeout_s": timeout_s}})
+        return False
+    if probe.exception() is not None:
+        error = type(probe.exception()).__name__
+        log.warning("readiness probe failed", extra={"fields": {"error": error}})
         return False
     return True
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """Mark an abandoned probe's outcome as seen (no "exception never retrieved" noise)."""
+    if not task.cancelled():
+        task.exception()
 
 
 def readiness_handler(store: Any, timeout_s: float = READY_TIMEOUT_S) -> HTTPRouteHandler:
