@@ -40,4 +40,9 @@ class Settings:
     sweep_interval_s: float = 5.0
     """D2 background sweep period; ``0`` disables the sweeper (tests with a manual clock)."""
     sweep_batch: int = 1000
+    db_connect_timeout_s: float = 5.0
+    """How long opening a pool connection may take before the request fails."""
+    db_command_timeout_s: float = 30.0
+    """Upper bound on any one statement, so a database that stops answering turns into
+    500s within bounded time instead of hung requests (large deletes must fit in it)."""
     openapi: bool = True

@@ -28,7 +28,12 @@ async def open_store(settings: Settings, clock: Clock) -> Store:
     if not settings.database_url:
         raise ValueError("database URL is required")
     return await connect(
-        settings.database_url, clock, min_size=settings.pool_min, max_size=settings.pool_max
+        settings.database_url,
+        clock,
+        min_size=settings.pool_min,
+        max_size=settings.pool_max,
+        timeout=settings.db_connect_timeout_s,
+        command_timeout=settings.db_command_timeout_s,
     )
 
 
@@ -126,6 +131,7 @@ def _dev_token(path: str) -> str:
         with open(path, encoding="utf-8") as f:
             token = f.read().strip()
         if token:
+            os.chmod(path, 0o600)  # an admin credential: never readable by group or others
             return token
     except FileNotFoundError:
         pass

@@ -56,8 +56,7 @@ def _payload(content_type: str) -> bytes:
 @pytest.mark.parametrize(
     ("path", "ctype"),
     [("/api/v1/admin/projects/drip/jobs", "application/json"),
-     pytest.param("/api/v1/admin/projects/drip/source", "application/zstd",
-                  marks=pytest.mark.xfail(strict=True, reason="route 8 has no read timeout"))],
+     ("/api/v1/admin/projects/drip/source", "application/zstd")],
 )  # fmt: skip
 async def test_slow_drip_upload_is_cut_off(
     pg_dsn: str, tmp_path: Path, path: str, ctype: str

@@ -14,6 +14,7 @@ from hq_apps.api.edge import GLOBAL_BODY_LIMIT, HqLitestar
 from hq_apps.api.errors import EXCEPTION_HANDLERS
 from hq_apps.api.http import json_response
 from hq_apps.api.openapi import op, openapi_config
+from hq_apps.api.readiness import readiness_handler
 from hq_apps.api.sweeper import sweeper_lifespan
 from hq_apps.api.wire_out import HealthOut, WhoamiOut
 from hq_apps.api.worker_routes import worker_handlers
@@ -32,7 +33,7 @@ def _common_handlers(store: Store) -> list[HTTPRouteHandler]:
         principal = await authenticate(request, store)
         return json_response(WhoamiOut(principal.user_id))
 
-    return [healthz, whoami]
+    return [healthz, whoami, readiness_handler(store)]
 
 
 def _source_upload_handlers(store: Store, clock: Clock) -> list[HTTPRouteHandler]:

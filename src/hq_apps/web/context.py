@@ -6,6 +6,7 @@ role (403). GET pages: session (303 ``/``) → role (403).
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,10 +129,15 @@ async def page_session(request: Request, web: WebContext, role: Role) -> Session
     return session
 
 
+READ_TIMEOUT_S = 15.0
+
+
 async def read_form(request: Request) -> FormMultiDict | None:
-    """The parsed form, or None when the body is too large or malformed."""
+    """The parsed form, or None when the body is too large, malformed, or does not arrive
+    within the server's read timeout (spec §1.1: 15 s for the whole body)."""
     try:
-        return await request.form()
+        async with asyncio.timeout(READ_TIMEOUT_S):
+            return await request.form()
     except Exception:  # Litestar raises several exception types for bad or oversized bodies
         return None
 
