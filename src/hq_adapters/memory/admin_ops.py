@@ -1,0 +1,128 @@
+"""Projects, enqueue and job administration on the in-memory state (spec §1.7.2–1.7.8, §2.6)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+from hq_adapters.memory.state import MemoryState, ProjectJobs, copy_job
+from hq_domain.clock import seconds
+from hq_domain.errors import InvalidRequest, NotFound
+from hq_domain.identity import assign_random_key, check_stored, collapse_batch, identity_key
+from hq_domain.jobs import TERMINAL_REQUEUEABLE, Job, JobSpec, JobStatus
+from hq_domain.ports import JobPage
+from hq_domain.projects import ProjectPut, ProjectSummary, apply_put, require_enqueue_allowed
+from hq_domain.validation import check_identity_id
+
+
+def list_projects(state: MemoryState) -> list[ProjectSummary]:
+    return [state.summary(pid) for pid in sorted(state.projects)]
+
+
+def get_project(state: MemoryState, project_id: str) -> ProjectSummary | None:
+    return state.summary(project_id) if project_id in state.projects else None
+
+
+def put_project(state: MemoryState, project_id: str, put: ProjectPut, now_ns: int) -> ProjectSummary:
+    project = apply_put(project_id, state.projects.get(project_id), put, seconds(now_ns))
+    state.projects[project_id] = project
+    state.project_jobs.setdefault(project_id, ProjectJobs())
+    return state.summary(project_id)
+
+
+def delete_project(state: MemoryState, project_id: str) -> None:
+    if project_id not in state.projects:
+        raise NotFound("project not found")
+    pj = state.project_jobs[project_id]
+    if pj.by_status[JobStatus.WIP]:
+        raise InvalidRequest("project has WIP jobs")
+    for job_id in pj.jobs:
+        state.job_project.pop(job_id, None)
+    del state.project_jobs[project_id]
+    del state.projects[project_id]
+    for key in [k for k in state.claim_buckets if k[0] == project_id]:
+        del state.claim_buckets[key]
+
+
+def enqueue(state: MemoryState, project_id: str, jobs: Sequence[JobSpec], now_ns: int) -> int:
+    """Check everything first, then insert: any error leaves the state untouched."""
+    project = state.projects.get(project_id)
+    if project is None:
+        raise NotFound("project not found")
+    require_enqueue_allowed(project)
+    mode = project.identity_mode
+    for spec in jobs:
+        check_identity_id(spec, mode)
+    pj = state.project_jobs[project_id]
+    fresh: list[tuple[JobSpec, str | bytes | None]] = []
+    for spec in collapse_batch(jobs, mode):
+        key = identity_key(spec, mode)
+        stored_id = None if key is None else pj.identities.get(key)
+        if stored_id is None:
+            fresh.append((spec, key))
+        else:
+            stored = pj.jobs[stored_id]
+            check_stored(mode, stored.value, stored.spec, spec)
+    now_s = seconds(now_ns)
+    for spec, key in fresh:
+        job = Job(
+            job_id=state.next_job_id(),
+            project_id=project_id,
+            value=spec.value,
+            external_id=spec.id,
+            spec=copy.deepcopy(spec.spec_fields()),
+            random_key=assign_random_key(spec),
+            status=JobStatus.TODO,
+            attempt_id=None,
+            worker_id=None,
+            lease_expires_at=None,
+            reset_count=0,
+            outcome=None,
+            artifact_receipts=[],
+            execution_error=None,
+            created_at=now_s,
+            updated_at=now_s,
+            completed_at=None,
+        )
+        state.add_job(job, key)
+    return len(fresh)
+
+
+def list_jobs(
+    state: MemoryState, project_id: str, status: JobStatus | None, after_job_id: int, limit: int
+) -> JobPage:
+    if project_id not in state.projects:
+        raise NotFound("project not found")
+    pj = state.project_jobs[project_id]
+    ids = pj.jobs if status is None else pj.by_status[status]
+    page = sorted(j for j in ids if j > after_job_id)[: limit + 1]
+    more = len(page) > limit
+    page = page[:limit]
+    return JobPage(
+        [copy_job(pj.jobs[j]) for j in page], page[-1] if more and page else None
+    )
+
+
+def get_job(state: MemoryState, project_id: str, job_id: int) -> Job | None:
+    job = state.find_job(project_id, job_id)
+    return None if job is None else copy_job(job)
+
+
+def requeue_job(state: MemoryState, project_id: str, job_id: int, now_ns: int) -> None:
+    job = state.find_job(project_id, job_id)
+    if job is None or job.status not in TERMINAL_REQUEUEABLE:
+        raise InvalidRequest("job is not failed or reset_exhausted")
+    state.set_status(job, JobStatus.TODO)
+    job.reset_count = 0
+    job.outcome = None
+    job.execution_error = None
+    job.artifact_receipts = []
+    job.completed_at = None
+    job.updated_at = seconds(now_ns)
+
+
+def delete_job(state: MemoryState, project_id: str, job_id: int) -> None:
+    job = state.find_job(project_id, job_id)
+    if job is None or job.status is JobStatus.WIP:
+        raise InvalidRequest("job not found or is WIP")
+    state.remove_job(job, state.identity_of(job))
