@@ -70,7 +70,7 @@ def enqueue(state: MemoryState, project_id: str, jobs: Sequence[JobSpec], now_ns
             project_id=project_id,
             value=spec.value,
             external_id=spec.id,
-            spec=copy.deepcopy(spec.spec_fields()),
+            spec=_stored_spec(spec),
             random_key=assign_random_key(spec),
             status=JobStatus.TODO,
             attempt_id=None,
@@ -86,6 +86,15 @@ def enqueue(state: MemoryState, project_id: str, jobs: Sequence[JobSpec], now_ns
         )
         state.add_job(job, key)
     return len(fresh)
+
+
+def _stored_spec(spec: JobSpec) -> dict[str, object]:
+    """The row's own copy of the spec. ``spec_fields()`` builds a fresh dict whose values are
+    immutable except ``attr``, so only that needs a deep copy (a bulk-load hot spot)."""
+    fields = spec.spec_fields()
+    if "attr" in fields:
+        fields["attr"] = copy.deepcopy(fields["attr"])
+    return fields
 
 
 def list_jobs(
