@@ -51,6 +51,14 @@ class WorkerPort(Protocol):
         """The project the client-version gate checks (no status check), or None."""
         ...
 
+    async def worker_gate(
+        self, token: str, project_id: str
+    ) -> tuple[Principal | None, Project | None]:
+        """``principal_for_token(token)`` and ``gate_project(project_id)`` in one read, for the
+        gate of spec §1.6 (which then checks in its own order). The project is looked up only
+        when ``project_id`` is an ID (else None)."""
+        ...
+
     async def policy(self, user_id: str, project_id: str) -> Project: ...
 
     async def claim(self, user_id: str, project_id: str, request: ClaimRequest) -> ClaimResult:

@@ -216,3 +216,19 @@ class ClaimContract:
         for r in results:
             for j in r.jobs:
                 assert (await store.get_job("p1", j.job_id)).attempt_id == j.attempt_id
+
+    async def test_worker_gate_reads_token_owner_and_project(self, store, clock):
+        await store.put_user("g1", UserStatus.SUSPENDED, [Role.ADMIN])
+        await store.set_machine_token("g1", "tok-g1")
+        await put(store, "arc", status="archived")
+        principal, project = await store.worker_gate("tok-g1", "arc")
+        assert principal.user_id == "g1" and principal.status is UserStatus.SUSPENDED
+        assert principal.roles == frozenset({Role.ADMIN})
+        assert project == await store.gate_project("arc")  # any status, like gate_project
+        assert await store.worker_gate("tok-g1", "nope") == (principal, None)
+        assert await store.worker_gate("wrong", "arc") == (None, project)
+        assert await store.worker_gate("x" * 2000, "arc") == (None, project)
+        # only IDs are looked up (a NUL would not even reach a PostgreSQL text parameter)
+        assert await store.worker_gate("tok-g1", "a\x00b") == (principal, None)
+        await store.revoke_machine_token("g1")
+        assert await store.worker_gate("tok-g1", "arc") == (None, project)

@@ -12,6 +12,7 @@ from typing import TypeVar
 from hq_adapters.memory import admin_ops, user_ops, web_ops, worker_ops
 from hq_adapters.memory.state import MemoryState
 from hq_domain.clock import Clock, seconds
+from hq_domain.ids import is_id
 from hq_domain.jobs import Job, JobSpec, JobStatus
 from hq_domain.ports import JobPage, WorkerMapping
 from hq_domain.projects import Project, ProjectPut, ProjectSummary
@@ -47,6 +48,16 @@ class MemoryStore:
     # --- worker -------------------------------------------------------------------------
     async def gate_project(self, project_id: str) -> Project | None:
         return await self._run(lambda _: self.state.projects.get(project_id))
+
+    async def worker_gate(
+        self, token: str, project_id: str
+    ) -> tuple[Principal | None, Project | None]:
+        return await self._run(
+            lambda _: (
+                user_ops.principal_for_token(self.state, token),
+                self.state.projects.get(project_id) if is_id(project_id) else None,
+            )
+        )
 
     async def policy(self, user_id: str, project_id: str) -> Project:
         return await self._run(lambda _: worker_ops.policy(self.state, user_id, project_id))

@@ -11,6 +11,7 @@ import asyncpg
 from hq_adapters.postgres.errors import translated
 from hq_adapters.postgres.queries import q
 from hq_domain.clock import Clock, seconds
+from hq_domain.projects import ClaimOrder
 
 DEFAULT_CLAIM_SWEEP_LIMIT = 1000
 
@@ -26,6 +27,9 @@ class StoreBase:
         self._pool = pool
         self._clock = clock
         self._claim_sweep_limit = claim_sweep_limit
+        # Last claim order seen per project: picks the fast claim statement to try first (the
+        # statement checks it, so a stale hint costs one round trip, never a wrong order).
+        self._claim_order_hint: dict[str, ClaimOrder] = {}
 
     def _now_s(self) -> int:
         return seconds(self._clock.now_ns())

@@ -2,7 +2,9 @@
 
 jsonb travels as text in both directions (no global codec), so that SQL NULL and the JSON
 value ``null`` stay distinct: ``artifact_receipts`` is SQL NULL when never set (reads as
-``[]``) and JSON ``null`` when a completion stored null (reads as ``None``).
+``[]``) and JSON ``null`` when a completion stored null (reads as ``None``). msgspec does the
+JSON (several times faster than the stdlib on this hot path); the stdlib decoder remains the
+fallback for what msgspec refuses but jsonb can hold (numbers beyond float range).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 from typing import Any
 
 import asyncpg
+import msgspec
 
 from hq_domain.jobs import ClaimedJob, Job, JobStatus
 from hq_domain.projects import (
@@ -23,14 +26,23 @@ from hq_domain.projects import (
 )
 from hq_domain.users import Role, User, UserStatus
 
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+
 
 def dump(value: Any) -> str:
-    """JSON text for a jsonb parameter (``None`` becomes JSON ``null``)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """JSON text for a jsonb parameter (``None`` becomes JSON ``null``). Values reaching the
+    adapter were validated (finite numbers only, see hq_domain.canonical)."""
+    return _encode(value).decode()
 
 
 def load(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
+    if text is None:
+        return None
+    try:
+        return _decode(text)
+    except msgspec.DecodeError:
+        return json.loads(text)
 
 
 def project(r: asyncpg.Record) -> Project:
@@ -83,7 +95,7 @@ def summary(r: asyncpg.Record) -> ProjectSummary:
 
 
 def _receipts(text: str | None) -> list[dict[str, Any]] | None:
-    return [] if text is None else json.loads(text)
+    return [] if text is None else load(text)
 
 
 def job(r: asyncpg.Record) -> Job:

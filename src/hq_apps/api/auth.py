@@ -36,17 +36,25 @@ def bearer_token(authorization: str | None) -> str:
     return token
 
 
-async def authenticate(request: Request[Any, Any, Any], store: AuthPort) -> Principal:
+def _request_token(request: Request[Any, Any, Any]) -> str:
     token = bearer_token(header(request, b"authorization"))
     if len(token) > MAX_MACHINE_TOKEN_CHARS:
         raise InvalidMachineToken("invalid machine token")
-    principal = await store.principal_for_token(token)
+    return token
+
+
+def _known(request: Request[Any, Any, Any], principal: Principal | None) -> Principal:
+    """401 for an unknown token; else record the caller in the request log context."""
     if principal is None:
         raise InvalidMachineToken("invalid machine token")
     ctx = context(request.scope)
     if ctx is not None:
         ctx.user = principal.user_id
     return principal
+
+
+async def authenticate(request: Request[Any, Any, Any], store: AuthPort) -> Principal:
+    return _known(request, await store.principal_for_token(_request_token(request)))
 
 
 async def admin_principal(request: Request[Any, Any, Any], store: AuthPort) -> Principal:
@@ -57,17 +65,17 @@ async def admin_principal(request: Request[Any, Any, Any], store: AuthPort) -> P
 
 
 async def worker_gate(
-    request: Request[Any, Any, Any], store: Any, project_id: str
+    request: Request[Any, Any, Any], store: WorkerPort, project_id: str
 ) -> tuple[Principal, Project]:
     """The client-version gate of every worker route, in the exact order of spec §1.6.
 
-    ``store`` provides both :class:`AuthPort` and :class:`WorkerPort`.
+    Token owner and project come from one read (``WorkerPort.worker_gate``); the checks then
+    run on them in the wire order 401 → 400 → 404 → 403 → 426.
     """
-    principal = await authenticate(request, store)
+    found, project = await store.worker_gate(_request_token(request), project_id)
+    principal = _known(request, found)
     if not is_id(project_id) or not is_id(principal.user_id):
         raise InvalidRequest("invalid project ID")
-    worker_port: WorkerPort = store
-    project = await worker_port.gate_project(project_id)
     if project is None:
         raise NotFound("user or project not found")
     require_worker(principal.status, principal.roles)

@@ -47,8 +47,10 @@ def test_whoami(config: Config):
 def test_job_held_longer_than_its_lease_survives_through_renewal(config, admin: Admin, project):
     admin.enqueue(project, 1)
     with open_project_queue(config, project) as queue:
-        (job,) = queue.claim_jobs(1, lease_seconds=2)
-        time.sleep(4.5)  # more than two leases
+        # Server deadlines are whole seconds, so a 4 s lease lasts at least 3 s and renewals
+        # (every quarter lease) may run late twice under CI load without losing the job.
+        (job,) = queue.claim_jobs(1, lease_seconds=4)
+        time.sleep(8.5)  # more than two leases
         assert job.held
         assert job.complete("success")["job_status"] == "done"
     assert admin.job(project, job.job_id)["status"] == "done"
@@ -57,8 +59,8 @@ def test_job_held_longer_than_its_lease_survives_through_renewal(config, admin: 
 async def test_async_job_survives_through_renewal(config, admin: Admin, project):
     admin.enqueue(project, 1)
     async with open_async_project_queue(config, project) as queue:
-        (job,) = (await queue.claim_jobs(1, lease_seconds=2)).jobs
-        await asyncio.sleep(4.5)
+        (job,) = (await queue.claim_jobs(1, lease_seconds=4)).jobs
+        await asyncio.sleep(8.5)  # more than two leases
         assert job.held
         assert (await job.fail("gave-up", retryable=False))["job_status"] == "failed"
 

@@ -55,6 +55,8 @@ WHERE j.job_id = e.job_id AND p.id = j.project_id
 -- Claim steps 7–8 for fifo: lock up to $3 todo rows in (created_at, job_id) order, skipping
 -- rows other claims hold (each row goes to exactly one claimer), and make them WIP with the
 -- attempt ids generated in Python ($4, one per position). Rows come back in claim order.
+-- The = ANY condition gives the UPDATE an index condition on job_id whatever the planner's
+-- statistics say (stale statistics otherwise let it walk every project's rows per claim).
 WITH picked AS (
     SELECT job_id, created_at FROM tracker_jobs
     WHERE project_id = $1 AND status = 'todo'
@@ -69,7 +71,7 @@ WITH picked AS (
     SET status = 'wip', attempt_id = ($4::text[])[n.ord], worker_id = $5,
         lease_expires_at = $6, updated_at = $7
     FROM numbered n
-    WHERE j.job_id = n.job_id
+    WHERE j.job_id = n.job_id AND j.job_id = ANY (ARRAY(SELECT job_id FROM picked))
     RETURNING n.ord, j.job_id, j.attempt_id, j.lease_expires_at, j.value, j.external_id,
               j.spec::text AS spec
 )
@@ -91,7 +93,7 @@ WITH picked AS (
     SET status = 'wip', attempt_id = ($4::text[])[n.ord], worker_id = $5,
         lease_expires_at = $6, updated_at = $7
     FROM numbered n
-    WHERE j.job_id = n.job_id
+    WHERE j.job_id = n.job_id AND j.job_id = ANY (ARRAY(SELECT job_id FROM picked))
     RETURNING n.ord, j.job_id, j.attempt_id, j.lease_expires_at, j.value, j.external_id,
               j.spec::text AS spec
 )
@@ -130,6 +132,10 @@ SET claim_requests = b.claim_requests + 1,
 -- matched against a live lease of this worker. Matching rows are locked in job_id order (so
 -- overlapping batches, e.g. a heartbeat extend racing a complete, cannot deadlock) and the
 -- match is re-checked on the locked version, so a row is finished at most once.
+-- job_id = ANY gives both scans of tracker_jobs a job_id index condition whatever the planner's
+-- statistics say (as in claim_fifo): the UPDATE takes the locked set and leaves out
+-- status = 'wip' (implied: a matching attempt_id exists only on wip rows, by the table's CHECK),
+-- so stale statistics cannot steer it to a scan of a partial wip index per item.
 -- Returns one row per input item in input order: job_status is NULL for rejected items.
 WITH input AS (
     SELECT * FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[])
@@ -139,7 +145,7 @@ WITH input AS (
 ), locked_done AS (
     SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
     WHERE j.project_id = $1 AND j.status = 'wip' AND j.attempt_id = f.attempt_id
-      AND j.worker_id = $2 AND j.lease_expires_at > $7
+      AND j.worker_id = $2 AND j.lease_expires_at > $7 AND j.job_id = ANY ($3::bigint[])
     ORDER BY j.job_id
     FOR UPDATE OF j
 ), done AS (
@@ -147,9 +153,10 @@ WITH input AS (
     SET status = 'done', attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL,
         outcome = f.outcome::jsonb, artifact_receipts = f.receipts::jsonb,
         execution_error = NULL, updated_at = $7, completed_at = $7
-    FROM firsts f, locked_done l
-    WHERE l.job_id = j.job_id AND j.job_id = f.job_id AND j.status = 'wip'
-      AND j.attempt_id = f.attempt_id AND j.worker_id = $2 AND j.lease_expires_at > $7
+    FROM firsts f
+    WHERE j.job_id = ANY (ARRAY(SELECT job_id FROM locked_done))
+      AND j.job_id = f.job_id AND j.attempt_id = f.attempt_id AND j.worker_id = $2
+      AND j.lease_expires_at > $7
     RETURNING f.ord, j.status
 )
 SELECT i.ord, d.status AS job_status
@@ -168,7 +175,7 @@ WITH input AS (
 ), locked_failed AS (
     SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
     WHERE j.project_id = $1 AND j.status = 'wip' AND j.attempt_id = f.attempt_id
-      AND j.worker_id = $2 AND j.lease_expires_at > $7
+      AND j.worker_id = $2 AND j.lease_expires_at > $7 AND j.job_id = ANY ($3::bigint[])
     ORDER BY j.job_id
     FOR UPDATE OF j
 ), failed AS (
@@ -183,9 +190,10 @@ WITH input AS (
             ELSE NULL END,
         execution_error = f.error::jsonb,
         attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL, updated_at = $7
-    FROM firsts f, locked_failed l, tracker_projects p
-    WHERE p.id = $1 AND l.job_id = j.job_id AND j.job_id = f.job_id AND j.status = 'wip'
-      AND j.attempt_id = f.attempt_id AND j.worker_id = $2 AND j.lease_expires_at > $7
+    FROM firsts f, tracker_projects p
+    WHERE p.id = $1 AND j.job_id = ANY (ARRAY(SELECT job_id FROM locked_failed))
+      AND j.job_id = f.job_id AND j.attempt_id = f.attempt_id AND j.worker_id = $2
+      AND j.lease_expires_at > $7
     RETURNING f.ord, j.status
 )
 SELECT i.ord, d.status AS job_status
@@ -203,15 +211,16 @@ WITH input AS (
 ), locked_extended AS (
     SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
     WHERE j.project_id = $1 AND j.status = 'wip' AND j.attempt_id = f.attempt_id
-      AND j.worker_id = $2 AND j.lease_expires_at > $5
+      AND j.worker_id = $2 AND j.lease_expires_at > $5 AND j.job_id = ANY ($3::bigint[])
     ORDER BY j.job_id
     FOR UPDATE OF j
 ), extended AS (
     UPDATE tracker_jobs j
     SET lease_expires_at = GREATEST(j.lease_expires_at, $6), updated_at = $5
-    FROM firsts f, locked_extended l
-    WHERE l.job_id = j.job_id AND j.job_id = f.job_id AND j.status = 'wip'
-      AND j.attempt_id = f.attempt_id AND j.worker_id = $2 AND j.lease_expires_at > $5
+    FROM firsts f
+    WHERE j.job_id = ANY (ARRAY(SELECT job_id FROM locked_extended))
+      AND j.job_id = f.job_id AND j.attempt_id = f.attempt_id AND j.worker_id = $2
+      AND j.lease_expires_at > $5
     RETURNING f.ord, j.status
 )
 SELECT i.ord, d.status AS job_status

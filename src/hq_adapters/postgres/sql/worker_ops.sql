@@ -1,0 +1,317 @@
+-- name: worker_gate
+-- Client-version gate reads (spec §1.6 steps 1 and 3) in one round trip: the owner of a
+-- non-revoked token ($1, digest) and the project ($2, NULL when the path is not an ID), each
+-- all-NULL when absent. Plain reads, no locks: the operation re-reads both itself (step 8).
+SELECT u.id AS user_id, u.status AS user_status, u.roles AS user_roles, p.*
+FROM (SELECT 1) AS one
+LEFT JOIN (tracker_machine_tokens t JOIN tracker_users u ON u.id = t.user_id)
+       ON t.token_hash = $1 AND t.revoked_at IS NULL
+LEFT JOIN tracker_projects p ON p.id = $2
+
+-- name: complete_op
+-- Route 21 as one autocommit statement: worker_context's checks and worker→user upsert plus
+-- complete_batch ($1..$7 as there; $8 user, $9 statuses allowing the op). Nothing is written
+-- unless the user is an active worker and the project allows the op (ok is empty otherwise, and
+-- the caller falls back to the transactional path, which raises the error). Same ordered
+-- locking and re-check as complete_batch; job_statuses are in input order, NULL = rejected.
+-- Lock order as on the transactional path: the worker row first (the `count(*) FROM w`
+-- condition runs the upsert before any job row is locked), then job rows in job_id order.
+-- Index conditions as in complete_batch (robust to stale planner statistics).
+WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
+     p AS (SELECT status FROM tracker_projects WHERE id = $1),
+     ok AS (
+        SELECT 1 FROM u, p
+        WHERE u.status = 'active' AND 'worker' = ANY (u.roles) AND p.status = ANY ($9::text[])
+     ),
+     w AS (
+        INSERT INTO tracker_workers (worker_id, user_id)
+        SELECT $2, $8 FROM ok
+        ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
+        WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
+        RETURNING 1
+     ),
+     input AS (
+        SELECT * FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[])
+            WITH ORDINALITY AS i(job_id, attempt_id, outcome, receipts, ord)
+     ),
+     firsts AS (
+        SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
+     ),
+     locked_done AS (
+        SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
+        WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
+          AND j.project_id = $1 AND j.status = 'wip' AND j.attempt_id = f.attempt_id
+          AND j.worker_id = $2 AND j.lease_expires_at > $7 AND j.job_id = ANY ($3::bigint[])
+        ORDER BY j.job_id
+        FOR UPDATE OF j
+     ),
+     done AS (
+        UPDATE tracker_jobs j
+        SET status = 'done', attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL,
+            outcome = f.outcome::jsonb, artifact_receipts = f.receipts::jsonb,
+            execution_error = NULL, updated_at = $7, completed_at = $7
+        FROM firsts f
+        WHERE j.job_id = ANY (ARRAY(SELECT job_id FROM locked_done))
+          AND j.job_id = f.job_id AND j.attempt_id = f.attempt_id AND j.worker_id = $2
+          AND j.lease_expires_at > $7
+        RETURNING f.ord, j.status
+     )
+SELECT EXISTS (SELECT 1 FROM ok) AS ok,
+       ARRAY(SELECT d.status FROM input i LEFT JOIN done d ON d.ord = i.ord ORDER BY i.ord)
+           AS job_statuses
+
+-- name: fail_op
+-- Route 22 as one autocommit statement: worker_context + fail_batch ($1..$7 as there; $8 user,
+-- $9 allowed statuses), written only when ok (see complete_op). The CASE is
+-- hq_domain.lifecycle.on_fail over the project's max_resets read in this statement.
+WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
+     p AS (SELECT status, max_resets FROM tracker_projects WHERE id = $1),
+     ok AS (
+        SELECT p.max_resets FROM u, p
+        WHERE u.status = 'active' AND 'worker' = ANY (u.roles) AND p.status = ANY ($9::text[])
+     ),
+     w AS (
+        INSERT INTO tracker_workers (worker_id, user_id)
+        SELECT $2, $8 FROM ok
+        ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
+        WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
+        RETURNING 1
+     ),
+     input AS (
+        SELECT * FROM unnest($3::bigint[], $4::text[], $5::boolean[], $6::text[])
+            WITH ORDINALITY AS i(job_id, attempt_id, retryable, error, ord)
+     ),
+     firsts AS (
+        SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
+     ),
+     locked_failed AS (
+        SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
+        WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
+          AND j.project_id = $1 AND j.status = 'wip' AND j.attempt_id = f.attempt_id
+          AND j.worker_id = $2 AND j.lease_expires_at > $7 AND j.job_id = ANY ($3::bigint[])
+        ORDER BY j.job_id
+        FOR UPDATE OF j
+     ),
+     failed AS (
+        UPDATE tracker_jobs j
+        SET status = CASE
+                WHEN NOT f.retryable THEN 'failed'
+                WHEN j.reset_count + 1 > ok.max_resets THEN 'reset_exhausted'
+                ELSE 'todo' END,
+            reset_count = CASE WHEN f.retryable THEN j.reset_count + 1 ELSE j.reset_count END,
+            completed_at = CASE
+                WHEN NOT f.retryable OR j.reset_count + 1 > ok.max_resets THEN $7
+                ELSE NULL END,
+            execution_error = f.error::jsonb,
+            attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL, updated_at = $7
+        FROM firsts f, ok
+        WHERE j.job_id = ANY (ARRAY(SELECT job_id FROM locked_failed))
+          AND j.job_id = f.job_id AND j.attempt_id = f.attempt_id AND j.worker_id = $2
+          AND j.lease_expires_at > $7
+        RETURNING f.ord, j.status
+     )
+SELECT EXISTS (SELECT 1 FROM ok) AS ok,
+       ARRAY(SELECT d.status FROM input i LEFT JOIN failed d ON d.ord = i.ord ORDER BY i.ord)
+           AS job_statuses
+
+-- name: extend_op
+-- Route 23 as one autocommit statement: worker_context + extend_batch ($1..$6 as there; $7
+-- user, $8 allowed statuses), written only when ok (see complete_op). The deadline only grows.
+WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $7),
+     p AS (SELECT status FROM tracker_projects WHERE id = $1),
+     ok AS (
+        SELECT 1 FROM u, p
+        WHERE u.status = 'active' AND 'worker' = ANY (u.roles) AND p.status = ANY ($8::text[])
+     ),
+     w AS (
+        INSERT INTO tracker_workers (worker_id, user_id)
+        SELECT $2, $7 FROM ok
+        ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
+        WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
+        RETURNING 1
+     ),
+     input AS (
+        SELECT * FROM unnest($3::bigint[], $4::text[])
+            WITH ORDINALITY AS i(job_id, attempt_id, ord)
+     ),
+     firsts AS (
+        SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
+     ),
+     locked_extended AS (
+        SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
+        WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
+          AND j.project_id = $1 AND j.status = 'wip' AND j.attempt_id = f.attempt_id
+          AND j.worker_id = $2 AND j.lease_expires_at > $5 AND j.job_id = ANY ($3::bigint[])
+        ORDER BY j.job_id
+        FOR UPDATE OF j
+     ),
+     extended AS (
+        UPDATE tracker_jobs j
+        SET lease_expires_at = GREATEST(j.lease_expires_at, $6), updated_at = $5
+        FROM firsts f
+        WHERE j.job_id = ANY (ARRAY(SELECT job_id FROM locked_extended))
+          AND j.job_id = f.job_id AND j.attempt_id = f.attempt_id AND j.worker_id = $2
+          AND j.lease_expires_at > $5
+        RETURNING f.ord, j.status
+     )
+SELECT EXISTS (SELECT 1 FROM ok) AS ok,
+       ARRAY(SELECT d.status FROM input i LEFT JOIN extended d ON d.ord = i.ord ORDER BY i.ord)
+           AS job_statuses
+
+-- name: claim_op_fifo
+-- Route 20 for an unlimited, unaudited fifo project as one autocommit statement: the checks
+-- and upsert of worker_context, the bounded sweep (sweep_project) and the claim (claim_fifo).
+-- One statement cannot see its own sweep, so swept rows that go back to todo are offered to the
+-- claim directly: the claim takes the first LEAST($3, max_jobs_per_claim) of (locked todo rows
+-- ∪ revived swept rows) in queue order, which is what sweep-then-claim picks. Each row is
+-- updated once: picked → wip (reset_count + 1 if it was swept), swept only → todo or
+-- reset_exhausted per §2.3. Both scans use SKIP LOCKED, as the two statements do, and never
+-- wait; the worker row is upserted first, as on the other paths. Does nothing (fast = false)
+-- unless the user is an active worker, the project allows a claim, dispatch_qps and
+-- worker_claim_qps are NULL and claim_order is fifo; the caller then runs the transactional
+-- path (which raises the errors, takes the bucket lock, audits).
+-- $1 project, $2 accept types, $3 max_jobs, $4 attempt ids (≥ $3), $5 worker, $6 lease end,
+-- $7 now, $8 user, $9 sweep bound, $10 statuses allowing a claim. Returns ≥ 1 row; job_id
+-- is NULL when nothing was claimed.
+WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
+     p AS (SELECT * FROM tracker_projects WHERE id = $1),
+     ok AS (
+        SELECT p.max_resets, LEAST($3, p.max_jobs_per_claim) AS lim FROM u, p
+        WHERE u.status = 'active' AND 'worker' = ANY (u.roles) AND p.status = ANY ($10::text[])
+          AND p.dispatch_qps IS NULL AND p.worker_claim_qps IS NULL AND p.claim_order = 'fifo'
+     ),
+     w AS (
+        INSERT INTO tracker_workers (worker_id, user_id)
+        SELECT $5, $8 FROM ok
+        ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
+        WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
+        RETURNING 1
+     ),
+     expired AS (
+        SELECT job_id, created_at, reset_count, spec FROM tracker_jobs
+        WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
+          AND project_id = $1 AND status = 'wip' AND lease_expires_at <= $7
+        ORDER BY lease_expires_at, job_id
+        LIMIT $9
+        FOR UPDATE SKIP LOCKED
+     ),
+     todo AS (
+        SELECT job_id, created_at FROM tracker_jobs
+        WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
+          AND project_id = $1 AND status = 'todo'
+          AND (cardinality($2::text[]) = 0 OR COALESCE(spec->>'type', 'seed') = ANY ($2::text[]))
+        ORDER BY created_at, job_id
+        LIMIT (SELECT COALESCE(max(lim), 0) FROM ok)
+        FOR UPDATE SKIP LOCKED
+     ),
+     candidates AS (
+        SELECT job_id, created_at FROM todo
+        UNION ALL
+        SELECT e.job_id, e.created_at FROM expired e, ok
+        WHERE e.reset_count + 1 <= ok.max_resets
+          AND (cardinality($2::text[]) = 0 OR COALESCE(e.spec->>'type', 'seed') = ANY ($2::text[]))
+     ),
+     picked AS (
+        SELECT job_id, ord FROM (
+            SELECT job_id, row_number() OVER (ORDER BY created_at, job_id) AS ord FROM candidates
+        ) c
+        WHERE ord <= (SELECT COALESCE(max(lim), 0) FROM ok)
+     ),
+     touched AS (
+        SELECT COALESCE(e.job_id, k.job_id) AS job_id, e.job_id IS NOT NULL AS swept, k.ord
+        FROM expired e FULL JOIN picked k ON k.job_id = e.job_id
+     ),
+     changed AS (
+        UPDATE tracker_jobs j
+        SET status = CASE
+                WHEN t.ord IS NOT NULL THEN 'wip'
+                WHEN j.reset_count + 1 > ok.max_resets THEN 'reset_exhausted'
+                ELSE 'todo' END,
+            reset_count = CASE WHEN t.swept THEN j.reset_count + 1 ELSE j.reset_count END,
+            attempt_id = ($4::text[])[t.ord],
+            worker_id = CASE WHEN t.ord IS NOT NULL THEN $5 END,
+            lease_expires_at = CASE WHEN t.ord IS NOT NULL THEN $6::bigint END,
+            updated_at = $7
+        FROM touched t, ok
+        WHERE j.job_id = t.job_id AND j.job_id = ANY (ARRAY(SELECT job_id FROM touched))
+        RETURNING t.ord, j.job_id, j.attempt_id, j.lease_expires_at, j.value, j.external_id,
+                  j.spec::text AS spec
+     )
+SELECT EXISTS (SELECT 1 FROM ok) AS fast, pv.policy_version, c.*
+FROM (SELECT 1) AS one
+LEFT JOIN (SELECT policy_version FROM p) AS pv ON true
+LEFT JOIN changed c ON c.ord IS NOT NULL
+ORDER BY c.ord
+
+-- name: claim_op_random
+-- Route 20 for an unlimited, unaudited random project: as claim_op_fifo, in (random_key,
+-- job_id) order.
+WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
+     p AS (SELECT * FROM tracker_projects WHERE id = $1),
+     ok AS (
+        SELECT p.max_resets, LEAST($3, p.max_jobs_per_claim) AS lim FROM u, p
+        WHERE u.status = 'active' AND 'worker' = ANY (u.roles) AND p.status = ANY ($10::text[])
+          AND p.dispatch_qps IS NULL AND p.worker_claim_qps IS NULL AND p.claim_order = 'random'
+     ),
+     w AS (
+        INSERT INTO tracker_workers (worker_id, user_id)
+        SELECT $5, $8 FROM ok
+        ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
+        WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
+        RETURNING 1
+     ),
+     expired AS (
+        SELECT job_id, random_key, reset_count, spec FROM tracker_jobs
+        WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
+          AND project_id = $1 AND status = 'wip' AND lease_expires_at <= $7
+        ORDER BY lease_expires_at, job_id
+        LIMIT $9
+        FOR UPDATE SKIP LOCKED
+     ),
+     todo AS (
+        SELECT job_id, random_key FROM tracker_jobs
+        WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
+          AND project_id = $1 AND status = 'todo'
+          AND (cardinality($2::text[]) = 0 OR COALESCE(spec->>'type', 'seed') = ANY ($2::text[]))
+        ORDER BY random_key, job_id
+        LIMIT (SELECT COALESCE(max(lim), 0) FROM ok)
+        FOR UPDATE SKIP LOCKED
+     ),
+     candidates AS (
+        SELECT job_id, random_key FROM todo
+        UNION ALL
+        SELECT e.job_id, e.random_key FROM expired e, ok
+        WHERE e.reset_count + 1 <= ok.max_resets
+          AND (cardinality($2::text[]) = 0 OR COALESCE(e.spec->>'type', 'seed') = ANY ($2::text[]))
+     ),
+     picked AS (
+        SELECT job_id, ord FROM (
+            SELECT job_id, row_number() OVER (ORDER BY random_key, job_id) AS ord FROM candidates
+        ) c
+        WHERE ord <= (SELECT COALESCE(max(lim), 0) FROM ok)
+     ),
+     touched AS (
+        SELECT COALESCE(e.job_id, k.job_id) AS job_id, e.job_id IS NOT NULL AS swept, k.ord
+        FROM expired e FULL JOIN picked k ON k.job_id = e.job_id
+     ),
+     changed AS (
+        UPDATE tracker_jobs j
+        SET status = CASE
+                WHEN t.ord IS NOT NULL THEN 'wip'
+                WHEN j.reset_count + 1 > ok.max_resets THEN 'reset_exhausted'
+                ELSE 'todo' END,
+            reset_count = CASE WHEN t.swept THEN j.reset_count + 1 ELSE j.reset_count END,
+            attempt_id = ($4::text[])[t.ord],
+            worker_id = CASE WHEN t.ord IS NOT NULL THEN $5 END,
+            lease_expires_at = CASE WHEN t.ord IS NOT NULL THEN $6::bigint END,
+            updated_at = $7
+        FROM touched t, ok
+        WHERE j.job_id = t.job_id AND j.job_id = ANY (ARRAY(SELECT job_id FROM touched))
+        RETURNING t.ord, j.job_id, j.attempt_id, j.lease_expires_at, j.value, j.external_id,
+                  j.spec::text AS spec
+     )
+SELECT EXISTS (SELECT 1 FROM ok) AS fast, pv.policy_version, c.*
+FROM (SELECT 1) AS one
+LEFT JOIN (SELECT policy_version FROM p) AS pv ON true
+LEFT JOIN changed c ON c.ord IS NOT NULL
+ORDER BY c.ord
