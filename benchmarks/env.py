@@ -172,10 +172,6 @@ async def machine_facts(dsn: str) -> dict[str, str]:
         )
     finally:
         await conn.close()
-    try:
-        load = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    except OSError:
-        load = "unknown"
     return {
         "nproc": str(os.cpu_count()),
         "cpu": cpu,
@@ -183,5 +179,13 @@ async def machine_facts(dsn: str) -> dict[str, str]:
         "pg_settings": ", ".join(f"{k}={v}" for k, v in sorted(settings.items())),
         "python": platform.python_version(),
         "kernel": platform.release(),
-        "load_at_start": load,
+        "load_at_start": load_average(),
     }
+
+
+def load_average() -> str:
+    """1/5/15-minute load averages: how much else the shared machine was doing."""
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"

@@ -148,15 +148,14 @@ def plans_table(p: dict[str, Any] | None) -> list[str]:
     out = [
         f"**Stale planner statistics** (`benchmarks/plans.py`): {p['deleted']:,} rows of another "
         "project deleted and the table ANALYZEd before autovacuum ran, then a new project "
-        f"filled; {p['claims']} direct claims of B={p['batch']} per variant:",
+        f"filled; {p['claims']} direct `claim_op_fifo` (B={p['batch']}) → `complete_op` cycles "
+        "with the adapter's parameters and plan setting, then the same after a fresh ANALYZE:",
         "",
-        "| claim statement | p50 / p99 ms |",
+        "| statement | p50 / p99 ms |",
         "|:---|---:|",
     ]
     for kind in p["latency_ms"]:
         out.append(f"| {kind} | {_lat(p, kind)} |")
-    if not p.get("variant"):
-        out.append("| (the suggested variant no longer applies: the join was rewritten) | – |")
     return [*out, ""]
 
 
@@ -199,10 +198,10 @@ def write(results: dict[str, Any], doc: Path) -> None:
         f"| CPU model | {m.get('cpu', '?')} |",
         f"| PostgreSQL | {m.get('postgresql', '?')} ({m.get('pg_settings', '')}) |",
         f"| Python | {m.get('python', '?')}, kernel {m.get('kernel', '?')} |",
-        f"| load average at start | {m.get('load_at_start', '?')} |",
+        f"| load average (1/5/15 min) at start | {m.get('load_at_start', '?')} |",
+        f"| load average at end | {m.get('load_at_end', 'not recorded')} |",
         "",
-        *[f"**Failed step `{k}`**: {v}" for k, v in results.get("errors", {}).items()],
-        "",
+        *[f"**Failed step `{k}`**: {v}\n" for k, v in results.get("errors", {}).items()],
         *findings.method_section(),
         "## Throughput: claim(B) → complete, W workers",
         "",
@@ -220,6 +219,10 @@ def write(results: dict[str, Any], doc: Path) -> None:
         *scale_tables(results),
         "",
         *findings.profile_section(results.get("profile"), results.get("plans"), results),
+        *findings.notes("optimisations"),
+        *findings.notes("source_import"),
         *findings.usage_section(),
+        "",
+        *findings.asgi_pointer(),
     ]
     doc.write_text("\n".join(lines).rstrip() + "\n")

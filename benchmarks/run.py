@@ -197,6 +197,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
                         ),
                     )
     results["finished"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    results.setdefault("machine", {})["load_at_end"] = env.load_average()
     return results
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import struct
 import zlib
 
@@ -110,9 +111,25 @@ def test_ceiling_runs_the_adapters_own_statements() -> None:
     from hq_adapters.postgres.queries import q
 
     sql = ceiling.adapter_statements()
-    assert sql["claim"] == q("claim_fifo")
-    assert sql["complete"] == q("complete_batch")
+    assert sql == {
+        "gate": q("worker_gate"),
+        "claim": q("claim_op_fifo"),
+        "complete": q("complete_op"),
+    }
     assert "SKIP LOCKED" in sql["claim"]
+
+
+def test_ceiling_binds_what_the_adapter_binds() -> None:
+    from hq_adapters.postgres import worker
+    from hq_adapters.postgres.store import connect
+    from hq_domain.projects import WorkerOp
+
+    for op in WorkerOp:
+        assert ceiling.allowed(op) == worker._ALLOWED[op]
+    # The pool's setting lives inside store.connect; the ceiling must use the same one.
+    assert f'"server_settings", {ceiling.SERVER_SETTINGS!r}'.replace("'", '"') in (
+        inspect.getsource(connect)
+    )
 
 
 def test_scale_sql_blocks_exist() -> None:
@@ -164,17 +181,16 @@ def test_report_computes_ratios_and_verdicts(tmp_path) -> None:
     text = doc.read_text()
     assert "| 40.0% | ≥ 50%: NOT met |" in text
     assert "| 70.0% | ≥ 60%: met |" in text
+    assert "## What each optimisation bought" in text and "## Source import" in text
+    assert "asgi-server.md" in text.rstrip().splitlines()[-1]
     assert (tmp_path / "performance.png").read_bytes().startswith(b"\x89PNG")
     notes = "\n".join(findings.throughput_notes(results))
     assert "Targets met: 1 of 2" in notes
     assert "1,000 µs of CPU per job and was 50% busy" in notes
 
 
-def test_plans_variant_adds_the_index_condition_once() -> None:
+def test_plans_probe_runs_the_ceiling_statements() -> None:
     from benchmarks import plans
 
-    sql = "UPDATE tracker_jobs j SET x = 1 FROM numbered n WHERE j.job_id = n.job_id RETURNING 1"
-    variant = plans.robust_variant(sql)
-    assert variant is not None
-    assert variant.count("= ANY (ARRAY(SELECT job_id FROM picked))") == 1
-    assert plans.robust_variant("SELECT 1") is None
+    assert plans.adapter_statements is ceiling.adapter_statements
+    assert plans.SERVER_SETTINGS is ceiling.SERVER_SETTINGS
