@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import findings, plot
+from hq_domain.worker import CLAIM_SWEEP_LIMIT
 
 TARGETS = {(64, 4): 0.50}  # plus: every B=256 row ≥ 60 %
 TARGET_B256 = 0.60
@@ -119,13 +120,12 @@ def scale_tables(results: dict[str, Any]) -> list[str]:
             f"| {e['latency_ms'].get('claim', {}).get('n', 0)} "
             f"| {_lat(e, 'claim')} |",
             "",
-            "Each claim resets at most 1,000 expired rows of its project before claiming, so the "
-            "backlog shrinks by ≤ 1,000 per claim (plus the background sweeper's 1,000 every "
-            "5 s) and every claim in this table pays for a sweep; compare with the 0-row scale "
-            "row above for a claim without one.",
+            f"Each claim resets at most {CLAIM_SWEEP_LIMIT:,} expired rows of its project "
+            "before claiming (`hq_domain.worker.CLAIM_SWEEP_LIMIT`), and the background sweeper "
+            "resets full batches of 1,000 every 5 s until none are left; compare with the 0-row "
+            "scale row above for a claim without a sweep.",
             "",
-            f"Expired rows still pending at the end: {e['expired_left']:,} (claims and the "
-            "5-second background sweeper each reset at most 1,000 per call).",
+            f"Expired rows still pending at the end: {e['expired_left']:,}.",
             "",
         ]
     out += plans_table(results.get("plans"))

@@ -142,7 +142,7 @@ async def expired_backlog(
     cycles: int = 200,
     sweeping: int = 50,
 ) -> dict[str, Any]:
-    """Claim latency while ``expired`` expired leases wait to be swept (≤1000 per claim)."""
+    """Claim latency while ``expired`` expired leases wait to be swept (≤ CLAIM_SWEEP_LIMIT per claim)."""
     project = f"expired-{int(time.time()) % 10**6}"
     aconn = target.connection()
     db = await asyncpg.connect(dsn)

@@ -15,6 +15,10 @@ from hq_domain.projects import ClaimOrder, Project
 
 UNLIMITED_RETRY_AFTER_MS = 1000
 MAX_BATCH_ITEMS = 256
+CLAIM_SWEEP_LIMIT = 256
+"""D2: a claim resets at most this many expired leases of its project before claiming, so a
+backlog of expired leases costs each claim a bounded amount of work; the background sweeper
+clears the rest in full batches."""
 
 
 @dataclass(frozen=True, slots=True)

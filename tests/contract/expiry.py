@@ -7,6 +7,7 @@ import pytest
 
 from hq_domain.errors import InvalidRequest
 from hq_domain.jobs import JobStatus
+from hq_domain.worker import CLAIM_SWEEP_LIMIT
 from tests.contract.helpers import (
     ERROR,
     claim,
@@ -129,3 +130,20 @@ class ExpiryContract:
         clock.advance(5)
         got = (await claim(store, max_jobs=1)).jobs
         assert got[0].external_id == "old"
+
+    async def test_a_claim_resets_a_bounded_number_of_expired_leases(self, store, clock):
+        """D2: one claim sweeps at most CLAIM_SWEEP_LIMIT expired rows; the rest wait for the
+        next claim or the background sweep."""
+        extra = 10
+        n = CLAIM_SWEEP_LIMIT + extra
+        await _setup(store, n=n)
+        held = 0
+        while held < n:
+            held += len((await claim(store, max_jobs=256, lease=5)).jobs)
+        clock.advance(5)
+        [_] = (await claim(store, max_jobs=1, lease=60)).jobs
+        assert await counts(store) == {
+            "todo": CLAIM_SWEEP_LIMIT - 1, "wip": extra + 1, "done": 0, "failed": 0,
+            "reset_exhausted": 0,
+        }  # fmt: skip
+        assert await store.sweep_expired(1000) == extra

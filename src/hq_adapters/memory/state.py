@@ -17,7 +17,6 @@ from hq_domain.jobs import ALL_STATUSES, Job, JobSpec, JobStatus
 from hq_domain.projects import JobCounts, Project, ProjectSummary
 from hq_domain.users import User
 
-MAX_SWEEP_PER_CLAIM = 1000
 """D2: the claim path resets at most this many expired rows per call."""
 
 

@@ -7,7 +7,7 @@ import copy
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from hq_adapters.memory.state import MAX_SWEEP_PER_CLAIM, ClaimBucketRow, MemoryState, clear_attempt
+from hq_adapters.memory.state import ClaimBucketRow, MemoryState, clear_attempt
 from hq_domain import lifecycle, ratelimit
 from hq_domain.clock import millis, seconds
 from hq_domain.errors import NotFound, PermissionDenied, ProjectDispatchRateLimited
@@ -16,6 +16,7 @@ from hq_domain.jobs import ClaimedJob, Job, JobStatus
 from hq_domain.projects import Project, WorkerOp, require_op_allowed
 from hq_domain.users import require_worker
 from hq_domain.worker import (
+    CLAIM_SWEEP_LIMIT,
     UNLIMITED_RETRY_AFTER_MS,
     AttemptRef,
     ClaimRequest,
@@ -74,7 +75,7 @@ def claim(
     now_s = seconds(now_ns)
     state.workers[request.worker_id] = user_id
     plan = plan_claim(project, request.max_jobs, now_ns)
-    state.sweep_project(project_id, now_s, MAX_SWEEP_PER_CLAIM)
+    state.sweep_project(project_id, now_s, CLAIM_SWEEP_LIMIT)
 
     pj = state.project_jobs[project_id]
     if plan.limit < 1:

@@ -12,8 +12,9 @@ from hq_adapters.postgres.errors import translated
 from hq_adapters.postgres.queries import q
 from hq_domain.clock import Clock, seconds
 from hq_domain.projects import ClaimOrder
+from hq_domain.worker import CLAIM_SWEEP_LIMIT
 
-DEFAULT_CLAIM_SWEEP_LIMIT = 1000
+DEFAULT_CLAIM_SWEEP_LIMIT = CLAIM_SWEEP_LIMIT  # overridable per store for tests
 
 
 class StoreBase:
