@@ -8,7 +8,7 @@ Errors are :class:`hq_domain.errors.HqError` subclasses with the spec's codes an
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -183,12 +183,3 @@ class Store(AuthPort, WorkerPort, AdminPort, MaintenancePort, WebPort, Protocol)
     """Everything one adapter provides. Apps depend on the narrower ports where they can."""
 
     async def close(self) -> None: ...
-
-
-class JobSink(Protocol):
-    """Where a streamed source import delivers its batches (used by the source importer)."""
-
-    async def __call__(self, jobs: Sequence[JobSpec]) -> int: ...
-
-
-SourceBatches = AsyncIterator[Sequence[JobSpec]]
