@@ -91,10 +91,10 @@ CREATE INDEX tracker_jobs_claim_idx
     ON tracker_jobs (project_id, created_at, job_id) WHERE status = 'todo';
 CREATE INDEX tracker_jobs_claim_random_idx
     ON tracker_jobs (project_id, random_key, job_id) WHERE status = 'todo';
-CREATE INDEX tracker_jobs_expired_idx
-    ON tracker_jobs (project_id, lease_expires_at) WHERE status = 'wip';
-CREATE INDEX tracker_jobs_lease_sweep_idx
-    ON tracker_jobs (lease_expires_at) WHERE status = 'wip';
+CREATE INDEX tracker_jobs_expired_order_idx
+    ON tracker_jobs (project_id, lease_expires_at, job_id) WHERE status = 'wip';
+CREATE INDEX tracker_jobs_lease_sweep_order_idx
+    ON tracker_jobs (lease_expires_at, job_id) WHERE status = 'wip';
 CREATE INDEX tracker_jobs_project_status_idx
     ON tracker_jobs (project_id, status, job_id);
 
