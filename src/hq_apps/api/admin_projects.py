@@ -16,7 +16,7 @@ from litestar.params import FromPath
 from hq_apps.api import wire_in as w
 from hq_apps.api.auth import admin_principal
 from hq_apps.api.http import json_response, no_content, read_json
-from hq_apps.api.openapi import op
+from hq_apps.api.openapi import ADMIN_ERRORS, JOB_QUERY, RESOURCE_ERRORS, op
 from hq_apps.api.wire_out import (
     AdminJobOut,
     EnqueueOut,
@@ -59,13 +59,16 @@ def _job_ref(project_id: str, job_id: str) -> int:
 
 
 def project_handlers(store: Store) -> list[HTTPRouteHandler]:
-    @get("/api/v1/admin/projects", **op("List projects", TAGS, None, ProjectListOut))
+    @get(
+        "/api/v1/admin/projects",
+        **op("List projects", TAGS, None, ProjectListOut, errors=ADMIN_ERRORS),
+    )
     async def list_projects(request: _Req) -> Response[bytes]:
         await admin_principal(request, store)
         summaries = await store.list_projects()
         return json_response(ProjectListOut([project_summary(s) for s in summaries]))
 
-    @get(PROJECT, **op("Get project", TAGS, None, ProjectSummaryOut))
+    @get(PROJECT, **op("Get project", TAGS, None, ProjectSummaryOut, errors=RESOURCE_ERRORS))
     async def get_project(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
         await admin_principal(request, store)
         if not is_id(project_id):
@@ -75,7 +78,12 @@ def project_handlers(store: Store) -> list[HTTPRouteHandler]:
             raise NotFound("project not found")
         return json_response(project_summary(summary))
 
-    @put(PROJECT, **op("Create or update project", TAGS, w.PutProjectIn, ProjectSummaryOut))
+    @put(
+        PROJECT,
+        **op(
+            "Create or update project", TAGS, w.PutProjectIn, ProjectSummaryOut, errors=ADMIN_ERRORS
+        ),
+    )
     async def put_project(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
         await admin_principal(request, store)
         body = await read_json(request, w.PutProjectIn)
@@ -92,7 +100,11 @@ def project_handlers(store: Store) -> list[HTTPRouteHandler]:
         )
         return json_response(project_summary(await store.put_project(project_id, put_)))
 
-    @delete(PROJECT, status_code=204, **op("Delete project", TAGS, None, None, status=204))
+    @delete(
+        PROJECT,
+        status_code=204,
+        **op("Delete project", TAGS, None, None, status=204, errors=RESOURCE_ERRORS),
+    )
     async def delete_project(request: _Req, project_id: FromPath[str]) -> Response[None]:
         await admin_principal(request, store)
         if not is_id(project_id):
@@ -100,7 +112,10 @@ def project_handlers(store: Store) -> list[HTTPRouteHandler]:
         await store.delete_project(project_id)
         return no_content()
 
-    @post(PROJECT + "/jobs", **op("Enqueue jobs", TAGS, w.EnqueueIn, EnqueueOut))
+    @post(
+        PROJECT + "/jobs",
+        **op("Enqueue jobs", TAGS, w.EnqueueIn, EnqueueOut, errors=(*RESOURCE_ERRORS, 409)),
+    )
     async def enqueue(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
         await admin_principal(request, store)
         body = await read_json(request, w.EnqueueIn)
@@ -123,7 +138,10 @@ def project_handlers(store: Store) -> list[HTTPRouteHandler]:
         inserted = await store.enqueue(project_id, specs)
         return json_response(EnqueueOut(project_id, len(specs), inserted))
 
-    @get(PROJECT + "/jobs", **op("List jobs", TAGS, None, JobPageOut))
+    @get(
+        PROJECT + "/jobs",
+        **op("List jobs", TAGS, None, JobPageOut, errors=RESOURCE_ERRORS, params=JOB_QUERY),
+    )
     async def list_jobs(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
         await admin_principal(request, store)
         query = request.query_params
@@ -142,7 +160,7 @@ def project_handlers(store: Store) -> list[HTTPRouteHandler]:
         page = await store.list_jobs(project_id, status, after, limit)
         return json_response(JobPageOut([admin_job(j) for j in page.jobs], page.next_after_job_id))
 
-    @get(JOB, **op("Get job", TAGS, None, AdminJobOut))
+    @get(JOB, **op("Get job", TAGS, None, AdminJobOut, errors=RESOURCE_ERRORS))
     async def get_job(
         request: _Req, project_id: FromPath[str], job_id: FromPath[str]
     ) -> Response[bytes]:
@@ -152,7 +170,11 @@ def project_handlers(store: Store) -> list[HTTPRouteHandler]:
             raise NotFound("job not found")
         return json_response(admin_job(job))
 
-    @post(JOB + "/requeue", status_code=204, **op("Requeue job", TAGS, None, None, status=204))
+    @post(
+        JOB + "/requeue",
+        status_code=204,
+        **op("Requeue job", TAGS, None, None, status=204, errors=ADMIN_ERRORS),
+    )
     async def requeue_job(
         request: _Req, project_id: FromPath[str], job_id: FromPath[str]
     ) -> Response[None]:
@@ -160,7 +182,9 @@ def project_handlers(store: Store) -> list[HTTPRouteHandler]:
         await store.requeue_job(project_id, _job_ref(project_id, job_id))
         return no_content()
 
-    @delete(JOB, status_code=204, **op("Delete job", TAGS, None, None, status=204))
+    @delete(
+        JOB, status_code=204, **op("Delete job", TAGS, None, None, status=204, errors=ADMIN_ERRORS)
+    )
     async def delete_job(
         request: _Req, project_id: FromPath[str], job_id: FromPath[str]
     ) -> Response[None]:

@@ -11,7 +11,7 @@ from litestar.params import FromPath
 from hq_apps.api import wire_in as w
 from hq_apps.api.auth import admin_principal
 from hq_apps.api.http import json_response, no_content, read_json
-from hq_apps.api.openapi import op
+from hq_apps.api.openapi import ADMIN_ERRORS, RESOURCE_ERRORS, op
 from hq_apps.api.wire_out import TokenOut, UserListOut, user_out
 from hq_domain.errors import InvalidRequest, NotFound
 from hq_domain.ids import is_id, new_machine_token
@@ -31,12 +31,16 @@ def _user_id(user_id: str) -> str:
 
 
 def user_handlers(store: Store) -> list[HTTPRouteHandler]:
-    @get("/api/v1/admin/users", **op("List users", TAGS, None, UserListOut))
+    @get("/api/v1/admin/users", **op("List users", TAGS, None, UserListOut, errors=ADMIN_ERRORS))
     async def list_users(request: _Req) -> Response[bytes]:
         await admin_principal(request, store)
         return json_response(UserListOut([user_out(u) for u in await store.list_users()]))
 
-    @put(USER, status_code=204, **op("Create or update user", TAGS, w.PutUserIn, None, status=204))
+    @put(
+        USER,
+        status_code=204,
+        **op("Create or update user", TAGS, w.PutUserIn, None, status=204, errors=ADMIN_ERRORS),
+    )
     async def put_user(request: _Req, user_id: FromPath[str]) -> Response[None]:
         await admin_principal(request, store)
         body = await read_json(request, w.PutUserIn)
@@ -44,13 +48,17 @@ def user_handlers(store: Store) -> list[HTTPRouteHandler]:
         await store.put_user(user_id, status, roles)
         return no_content()
 
-    @delete(USER, status_code=204, **op("Delete user", TAGS, None, None, status=204))
+    @delete(
+        USER,
+        status_code=204,
+        **op("Delete user", TAGS, None, None, status=204, errors=RESOURCE_ERRORS),
+    )
     async def delete_user(request: _Req, user_id: FromPath[str]) -> Response[None]:
         await admin_principal(request, store)
         await store.delete_user(_user_id(user_id))
         return no_content()
 
-    @get(TOKEN, **op("Show machine token", TAGS, None, TokenOut))
+    @get(TOKEN, **op("Show machine token", TAGS, None, TokenOut, errors=RESOURCE_ERRORS))
     async def get_token(request: _Req, user_id: FromPath[str]) -> Response[bytes]:
         await admin_principal(request, store)
         token = await store.get_machine_token(_user_id(user_id))
@@ -58,14 +66,22 @@ def user_handlers(store: Store) -> list[HTTPRouteHandler]:
             raise NotFound("machine token not found")
         return json_response(TokenOut(user_id, token))
 
-    @post(TOKEN, status_code=201, **op("Rotate machine token", TAGS, None, TokenOut, status=201))
+    @post(
+        TOKEN,
+        status_code=201,
+        **op("Rotate machine token", TAGS, None, TokenOut, status=201, errors=RESOURCE_ERRORS),
+    )
     async def rotate_token(request: _Req, user_id: FromPath[str]) -> Response[bytes]:
         await admin_principal(request, store)
         token = new_machine_token()
         await store.set_machine_token(_user_id(user_id), token)
         return json_response(TokenOut(user_id, token), 201)
 
-    @delete(TOKEN, status_code=204, **op("Revoke machine token", TAGS, None, None, status=204))
+    @delete(
+        TOKEN,
+        status_code=204,
+        **op("Revoke machine token", TAGS, None, None, status=204, errors=RESOURCE_ERRORS),
+    )
     async def revoke_token(request: _Req, user_id: FromPath[str]) -> Response[None]:
         await admin_principal(request, store)
         await store.revoke_machine_token(_user_id(user_id))

@@ -24,7 +24,7 @@ from hq_domain.ports import Store
 
 
 def _common_handlers(store: Store) -> list[HTTPRouteHandler]:
-    @get("/healthz", **op("Health check", ["meta"], None, HealthOut, auth=False))
+    @get("/healthz", **op("Health check", ["meta"], None, HealthOut, auth=False, errors=(405,)))
     async def healthz() -> Response[bytes]:
         return json_response(HealthOut("ok"))
 

@@ -59,7 +59,17 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
 def readiness_handler(store: Any, timeout_s: float = READY_TIMEOUT_S) -> HTTPRouteHandler:
     """The ``/readyz`` route over ``store`` (mount it next to ``/healthz`` in ``create_app``)."""
 
-    @get("/readyz", **op("Readiness (database reachable)", ["meta"], None, HealthOut, auth=False))
+    @get(
+        "/readyz",
+        **op(
+            "Readiness (database reachable)",
+            ["meta"],
+            None,
+            HealthOut,
+            auth=False,
+            errors=(405, 503),
+        ),
+    )
     async def readyz() -> Response[bytes]:
         if await database_ready(store, timeout_s):
             return json_response(HealthOut("ok"))

@@ -17,7 +17,7 @@ from litestar.params import FromPath
 
 from hq_apps.api.auth import admin_principal
 from hq_apps.api.http import header, json_response, media_type
-from hq_apps.api.openapi import op
+from hq_apps.api.openapi import RESOURCE_ERRORS, SOURCE_BODY, SOURCE_PATH, op
 from hq_apps.api.wire_out import SourceOut
 from hq_apps.cli.source_import import SourceImportFailed, import_source
 from hq_domain.clock import Clock
@@ -85,7 +85,15 @@ def source_handlers(store: Store, clock: Clock | None = None) -> list[HTTPRouteH
     @post(
         "/api/v1/admin/projects/{project_id:str}/source",
         status_code=200,
-        **op("Enqueue a jobs-jsonl-zstd-v1 source", ["admin: projects"], None, SourceOut),
+        **op(
+            "Enqueue a jobs-jsonl-zstd-v1 source",
+            ["admin: projects"],
+            None,
+            SourceOut,
+            errors=(*RESOURCE_ERRORS, 409, 415),
+            body=SOURCE_BODY,
+            path=SOURCE_PATH,
+        ),
     )
     async def enqueue_source(
         request: Request[Any, Any, Any], project_id: FromPath[str]

@@ -11,7 +11,7 @@ from litestar.params import FromPath
 from hq_apps.api import wire_in as w
 from hq_apps.api.auth import worker_gate
 from hq_apps.api.http import json_response, read_json
-from hq_apps.api.openapi import op
+from hq_apps.api.openapi import CLIENT_VERSION, WORKER_ERRORS, op
 from hq_apps.api.requestlog import set_worker_id
 from hq_apps.api.wire_out import (
     BatchResultOut,
@@ -30,6 +30,8 @@ from hq_domain.worker import AttemptRef, CompleteItem, FailItem
 
 _Req = Request[Any, Any, Any]
 TAGS = ["worker"]
+WORKER: dict[str, Any] = {"errors": WORKER_ERRORS, "params": [CLIENT_VERSION]}
+CLAIM: dict[str, Any] = {**WORKER, "errors": (*WORKER_ERRORS, 429)}
 
 
 def _complete_item(item: w.CompleteItemIn) -> CompleteItem:
@@ -65,14 +67,16 @@ async def _status_first(
 
 
 def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
-    @get("/api/v1/projects/{project_id:str}", **op("Project policy", TAGS, None, PolicyOut))
+    @get(
+        "/api/v1/projects/{project_id:str}", **op("Project policy", TAGS, None, PolicyOut, **WORKER)
+    )
     async def project_policy(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
         principal, _ = await worker_gate(request, store, project_id)
         return json_response(policy_out(await store.policy(principal.user_id, project_id)))
 
     @post(
         "/api/v1/projects/{project_id:str}/jobs/claim",
-        **op("Claim jobs", TAGS, w.ClaimIn, ClaimOut),
+        **op("Claim jobs", TAGS, w.ClaimIn, ClaimOut, **CLAIM),
     )
     async def claim(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
         principal, _ = await worker_gate(request, store, project_id)
@@ -90,7 +94,7 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
 
     @post(
         "/api/v1/projects/{project_id:str}/jobs/complete",
-        **op("Complete attempts", TAGS, w.CompleteIn, BatchResultOut),
+        **op("Complete attempts", TAGS, w.CompleteIn, BatchResultOut, **WORKER),
     )
     async def complete(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
         principal, _ = await worker_gate(request, store, project_id)
@@ -107,7 +111,7 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
 
     @post(
         "/api/v1/projects/{project_id:str}/jobs/fail",
-        **op("Fail attempts", TAGS, w.FailIn, BatchResultOut),
+        **op("Fail attempts", TAGS, w.FailIn, BatchResultOut, **WORKER),
     )
     async def fail(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
         principal, _ = await worker_gate(request, store, project_id)
@@ -124,7 +128,7 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
 
     @post(
         "/api/v1/projects/{project_id:str}/jobs/extend-lease",
-        **op("Extend leases", TAGS, w.ExtendIn, BatchResultOut),
+        **op("Extend leases", TAGS, w.ExtendIn, BatchResultOut, **WORKER),
     )
     async def extend_lease(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
         principal, _ = await worker_gate(request, store, project_id)
