@@ -63,3 +63,18 @@ def test_parse_rejects_duplicates() -> None:
 def test_sql_files_are_packaged() -> None:
     files = [e.name for e in resources.files("hq_adapters.postgres.sql").iterdir()]
     assert {"worker.sql", "users.sql"} <= set(files)
+
+
+def _statement(name: str) -> str:
+    return "\n".join(
+        line for line in queries()[name].splitlines() if not line.strip().startswith("--")
+    ).strip()
+
+
+@pytest.mark.parametrize(("fifo", "random"), [("claim_fifo", "claim_random"),
+                                              ("claim_op_fifo", "claim_op_random")])  # fmt: skip
+def test_random_claim_blocks_differ_from_fifo_only_in_their_order(fifo: str, random: str) -> None:
+    """The claim statements are written out twice (not parameterised) so each ORDER BY matches
+    its partial index; this keeps the two copies from drifting apart."""
+    as_fifo = _statement(random).replace("random_key", "created_at").replace("'random'", "'fifo'")
+    assert as_fifo == _statement(fifo)

@@ -245,7 +245,8 @@ ORDER BY c.ord
 
 -- name: claim_op_random
 -- Route 20 for an unlimited, unaudited random project: as claim_op_fifo, in (random_key,
--- job_id) order.
+-- job_id) order. Written out rather than parameterised so the ORDER BY matches the random
+-- partial index; tests/integration/test_sql_blocks.py keeps the two copies identical otherwise.
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      p AS (SELECT * FROM tracker_projects WHERE id = $1),
      ok AS (
