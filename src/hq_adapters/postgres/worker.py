@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
+from typing import Any
 
 import asyncpg
 
@@ -60,6 +61,14 @@ def new_attempt_ids(n: int) -> list[str]:
     return [
         "at_" + b64url(raw[i : i + _ATTEMPT_BYTES]) for i in range(0, len(raw), _ATTEMPT_BYTES)
     ]
+
+
+# complete/fail/extend: (one-statement form, transactional batch statement)
+_MUTATION_SQL = {
+    WorkerOp.COMPLETE: ("complete_op", "complete_batch"),
+    WorkerOp.FAIL: ("fail_op", "fail_batch"),
+    WorkerOp.EXTEND: ("extend_op", "extend_batch"),
+}
 
 
 def _results(items: Sequence[AttemptRef | CompleteItem | FailItem],
@@ -222,13 +231,8 @@ class WorkerMixin(StoreBase):
             ],
             now_s,
         )
-        r = await self._fetchrow("complete_op", *args, user_id, _ALLOWED[WorkerOp.COMPLETE])
-        if r["ok"]:
-            return _results(items, r["job_statuses"])
-        async with self._tx() as conn:
-            await self._context(conn, user_id, project_id, worker_id, WorkerOp.COMPLETE)
-            found = await conn.fetch(q("complete_batch"), *args)
-        return _results(items, [f["job_status"] for f in found])
+        statuses = await self._mutate(WorkerOp.COMPLETE, args, user_id)
+        return _results(items, statuses)
 
     async def fail(
         self, user_id: str, project_id: str, worker_id: str, items: Sequence[FailItem]
@@ -243,13 +247,8 @@ class WorkerMixin(StoreBase):
             [rows.dump(i.error.to_json()) for i in items],
             now_s,
         )
-        r = await self._fetchrow("fail_op", *args, user_id, _ALLOWED[WorkerOp.FAIL])
-        if r["ok"]:
-            return _results(items, r["job_statuses"])
-        async with self._tx() as conn:
-            await self._context(conn, user_id, project_id, worker_id, WorkerOp.FAIL)
-            found = await conn.fetch(q("fail_batch"), *args)
-        return _results(items, [f["job_status"] for f in found])
+        statuses = await self._mutate(WorkerOp.FAIL, args, user_id)
+        return _results(items, statuses)
 
     async def extend_lease(
         self,
@@ -269,13 +268,26 @@ class WorkerMixin(StoreBase):
             now_s,
             lease,
         )
-        r = await self._fetchrow("extend_op", *args, user_id, _ALLOWED[WorkerOp.EXTEND])
+        statuses = await self._mutate(WorkerOp.EXTEND, args, user_id)
+        return _results(items, statuses, lease)
+
+    async def _mutate(
+        self, op: WorkerOp, args: tuple[Any, ...], user_id: str
+    ) -> list[str | None]:
+        """Per-item resulting statuses (None = rejected) of a complete/fail/extend batch.
+
+        ``args`` start with project and worker id. The one-statement form does it all in one
+        round trip; when it declines (a user or project check failed), the transactional path
+        re-runs the checks, raising the spec's error, then the batch statement."""
+        fast, slow = _MUTATION_SQL[op]
+        r = await self._fetchrow(fast, *args, user_id, _ALLOWED[op])
         if r["ok"]:
-            return _results(items, r["job_statuses"], lease)
+            return list(r["job_statuses"])
+        project_id, worker_id = args[0], args[1]
         async with self._tx() as conn:
-            await self._context(conn, user_id, project_id, worker_id, WorkerOp.EXTEND)
-            found = await conn.fetch(q("extend_batch"), *args)
-        return _results(items, [f["job_status"] for f in found], lease)
+            await self._context(conn, user_id, project_id, worker_id, op)
+            found = await conn.fetch(q(slow), *args)
+        return [f["job_status"] for f in found]
 
     async def sweep_expired(self, limit: int) -> int:
         status = await self._execute("sweep_expired", self._now_s(), limit)
