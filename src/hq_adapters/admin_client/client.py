@@ -137,6 +137,15 @@ class AdminClient:
                 method, self.base_url + path, params=params, content=body, headers=hdrs
             ) as resp:
                 raw = self._read_capped(resp)
+        except httpx.ConnectError as exc:
+            raise ClientError(
+                f"cannot connect to the tracker at {self.base_url} ({exc}); is it running "
+                "and is the URL right (--url or HQ_URL)?"
+            ) from None
+        except httpx.TimeoutException as exc:
+            raise ClientError(
+                f"{method} {path}: no answer from {self.base_url} in time ({exc or 'timeout'})"
+            ) from None
         except httpx.HTTPError as exc:
             raise ClientError(f"{method} {path}: {exc}") from None
         return self._decode(resp, raw, kind, expect)

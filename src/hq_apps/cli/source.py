@@ -31,19 +31,41 @@ def _open_input(path: str) -> BinaryIO:
     return open(path, "rb")
 
 
+DESCRIPTION = """Build and merge jobs-jsonl-zstd-v1 source files for 'hqctl enqueue-source' and
+'tracker enqueue-source'."""
+
+
 def pack(*, input: str = "", output: str = "", identity_mode: str = "external_id") -> None:
+    """Pack a text file of values (one URL per line) into a new source file.
+
+    Prints a summary and the next step on stderr; stdout stays empty.
+
+    Parameters
+    ----------
+    input
+        Text file with one value per line, or - for stdin (empty lines are skipped).
+    output
+        New .jobs.jsonl.zst file to create (must not exist).
+    identity_mode
+        external_id (default: each job gets the stable j1_ ID of its value) or
+        unique_value / none (no IDs) - match the target project's identity mode.
+    """
     modes = {m.value for m in IdentityMode}
     if not input or not output or output == "-" or identity_mode not in modes:
         raise CliError("source pack: --input and a file --output are required")
     try:
         with _open_input(input) as reader:
-            pack_values(reader, output, IdentityMode(identity_mode))
+            jobs = pack_values(reader, output, IdentityMode(identity_mode))
     except PackError as exc:
         raise CliError(f"source pack: {exc}") from None
     except FileExistsError:
         raise CliError(f"source pack: create {output}: file exists") from None
     except OSError as exc:
         raise CliError(f"source pack: {exc.filename or ''}: {exc.strerror or exc}") from None
+    sys.stderr.write(
+        f"packed {jobs} jobs ({identity_mode}) into {output}; import it with: "
+        f"hqctl enqueue-source --project-id PROJECT --input {output}\n"
+    )
 
 
 def merge(
@@ -54,6 +76,23 @@ def merge(
     max_jobs: int = 10_000_000,
     max_uncompressed_bytes: int = 16 << 30,
 ) -> None:
+    """Merge source files into numbered files without duplicate job IDs.
+
+    Keeps the first job of each ID; prints one summary line on stdout.
+
+    Parameters
+    ----------
+    input
+        Source file to read (repeat the flag; - for stdin at most once). Every job needs an id.
+    output_prefix
+        Outputs are PREFIX-000001.jobs.jsonl.zst, PREFIX-000002... (created, never overwritten).
+    jobs_per_file
+        Most jobs in one output file.
+    max_jobs
+        Refuse more input jobs than this, duplicates included (at most 100,000,000).
+    max_uncompressed_bytes
+        Refuse more uncompressed input than this, all inputs together (at most 1 TiB).
+    """
     inputs = list(input or [])
     if not inputs:
         raise CliError("source merge: at least one --input is required")
@@ -89,8 +128,11 @@ def merge(
     print(result.summary())
 
 
+COMMANDS = {"pack": (pack, PACK_USAGE), "merge": (merge, MERGE_USAGE)}
+
+
 def run(argv: Sequence[str]) -> int:
-    return run_commands("source", {"pack": (pack, PACK_USAGE), "merge": (merge, MERGE_USAGE)}, argv)
+    return run_commands("source", COMMANDS, argv, description=DESCRIPTION)
 
 
 def main() -> None:

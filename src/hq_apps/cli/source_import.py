@@ -137,12 +137,14 @@ def enqueue_source_command(
     input: str = "",
     max_jobs: int = TRACKER_MAX_JOBS,
 ) -> None:
-    """``tracker enqueue-source``: stream a source file into a project through the store.
+    """Import a jobs-jsonl-zstd-v1 file straight into a project's database (no HTTP).
+
+    Logs the job counts on stderr when done; stdout stays empty.
 
     Parameters
     ----------
     database_url
-        PostgreSQL URL (default: $HQ_DATABASE_URL).
+        PostgreSQL URL (default: $HQ_DATABASE_URL; 'tracker dev' prints it).
     project_id
         Target project.
     input

@@ -30,6 +30,8 @@ from hq_apps.cli.common import (
     validate_public_url,
     write_exclusive,
 )
+from hq_apps.cli.dberrors import DATABASE_ERRORS, database_error
+from hq_apps.cli.hqctl.cliutil import HELP_FLAGS, print_help
 from hq_apps.cli.ops import monitor, prune_claim_buckets
 from hq_apps.cli.source_import import enqueue_source_command
 from hq_apps.settings import Settings, WebSettings
@@ -43,27 +45,57 @@ USAGE = (
 )
 log = logging.getLogger("hq.tracker")
 
+DESCRIPTION = """The SavewebHQ tracker: the HTTP API and dashboard (serve, dev) and the database-side
+operator commands. Flags also read the HQ_* environment variables shown."""
+MORE_USAGE = "       tracker {dev|monitor|prune-claim-buckets} [flags]"
+HINT = "Run 'tracker --help' for a description of every command and flag."
+
 app = App(
     name="tracker",
+    help=DESCRIPTION,
     help_flags=[],
     version_flags=[],
     result_action="return_value",
     suppress_keyboard_interrupt=False,
 )
 
-DatabaseUrl = Annotated[str, Parameter(env_var="HQ_DATABASE_URL")]
-Listen = Annotated[str, Parameter(env_var="HQ_LISTEN")]
-PublicUrl = Annotated[str, Parameter(env_var="HQ_PUBLIC_URL")]
-GithubClientId = Annotated[str, Parameter(env_var="HQ_GITHUB_CLIENT_ID")]
-GithubSecretFile = Annotated[str, Parameter(env_var="HQ_GITHUB_CLIENT_SECRET_FILE")]
-WebSecretFile = Annotated[str, Parameter(env_var="HQ_WEB_SESSION_SECRET_FILE")]
-AdminOrg = Annotated[str, Parameter(env_var="HQ_OAUTH_ADMIN_ORG")]
-AdminTeam = Annotated[str, Parameter(env_var="HQ_OAUTH_ADMIN_TEAM")]
+DatabaseUrl = Annotated[
+    str, Parameter(env_var="HQ_DATABASE_URL", help="PostgreSQL URL (postgresql://user@host/db).")
+]
+Listen = Annotated[str, Parameter(env_var="HQ_LISTEN", help="Address to listen on, host:port.")]
+PublicUrl = Annotated[
+    str, Parameter(env_var="HQ_PUBLIC_URL", help="Public origin of the dashboard (web only).")
+]
+GithubClientId = Annotated[
+    str, Parameter(env_var="HQ_GITHUB_CLIENT_ID", help="GitHub OAuth App client ID (web only).")
+]
+GithubSecretFile = Annotated[
+    str,
+    Parameter(env_var="HQ_GITHUB_CLIENT_SECRET_FILE",
+              help="File with the GitHub OAuth client secret, mode 0600 (web only)."),
+]  # fmt: skip
+WebSecretFile = Annotated[
+    str,
+    Parameter(env_var="HQ_WEB_SESSION_SECRET_FILE",
+              help="File from 'tracker web-keygen' signing sessions and CSRF (web only)."),
+]  # fmt: skip
+AdminOrg = Annotated[
+    str, Parameter(env_var="HQ_OAUTH_ADMIN_ORG", help="GitHub org whose team are admins.")
+]
+AdminTeam = Annotated[
+    str, Parameter(env_var="HQ_OAUTH_ADMIN_TEAM", help="Team slug (in that org) of admins.")
+]
 
 
 @app.command(name="web-keygen")
 def web_keygen(*, out: str = "") -> None:
-    """Write a new web-session secret (base64url of 32 random bytes) to a new 0600 file."""
+    """Write a new web-session secret (base64url of 32 random bytes) to a new 0600 file.
+
+    Parameters
+    ----------
+    out
+        The file to create (refuses to overwrite).
+    """
     if not out:
         raise CliError("web-keygen: --out is required")
     secret = base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=")
@@ -112,7 +144,17 @@ def bootstrap_user(
     roles: str = "worker",
     machine_token_file: str = "",
 ) -> None:
-    """Create or update an active user with exactly ROLES and install the file's token."""
+    """Create or update an active user with exactly ROLES and install the file's token.
+
+    Parameters
+    ----------
+    user_id
+        The user's ID.
+    roles
+        Comma-separated roles: admin, worker.
+    machine_token_file
+        File holding the user's machine token (mode 0600).
+    """
     if not database_url:
         raise CliError("bootstrap-user: --database-url or HQ_DATABASE_URL is required")
     if not is_id(user_id):
@@ -140,9 +182,41 @@ def put_project(
     recommended_lease_seconds: int = 300,
     client_versions: str = "",
 ) -> None:
-    """Create or fully replace a project's settings (same semantics as PUT project)."""
+    """Create or fully replace a project's settings (same semantics as PUT project).
+
+    Parameters
+    ----------
+    project_id
+        The project's ID.
+    status
+        active, draining (no new claims) or archived.
+    identity_mode
+        external_id, unique_value or none; fixed once the project exists (default external_id).
+    claim_order
+        fifo or random (default fifo).
+    dispatch_qps
+        Jobs handed out per second across all workers; empty means unlimited.
+    worker_claim_qps
+        Claims per second per worker; empty means unlimited.
+    max_jobs_per_claim
+        Most jobs one claim returns, 1-256.
+    max_resets
+        Times an expired lease is re-queued before reset_exhausted, 0-1000.
+    recommended_lease_seconds
+        Lease length the policy recommends to workers.
+    client_versions
+        Comma-separated worker client versions allowed (X-SavewebHQ-Client-Version).
+    """
     if not database_url:
         raise CliError("put-project: --database-url or HQ_DATABASE_URL is required")
+    for flag, value, allowed in (
+        ("status", status, ("active", "draining", "archived")),
+        ("identity-mode", identity_mode, ("", "external_id", "unique_value", "none")),
+        ("claim-order", claim_order, ("", "fifo", "random")),
+    ):
+        if value not in allowed:
+            valid = ", ".join(a for a in allowed if a)
+            raise CliError(f"put-project: invalid --{flag} {value!r}: use one of {valid}")
     versions = tuple(v.strip() for v in client_versions.split(",")) if client_versions else ()
     put = ProjectPut(
         status=status,
@@ -214,7 +288,11 @@ def serve(
     oauth_admin_org: AdminOrg = "",
     oauth_admin_team: AdminTeam = "",
 ) -> None:
-    """Serve the tracker API (and the dashboard when web administration is configured)."""
+    """Serve the tracker API (and the dashboard when web administration is configured).
+
+    Does not migrate: run 'tracker migrate' first. Setting any of the six web flags turns the
+    dashboard on and then all six are required.
+    """
     host, port = parse_listen(listen or ":8080")
     if not database_url:
         raise CliError("serve: --database-url or HQ_DATABASE_URL is required")
@@ -227,13 +305,20 @@ def serve(
 
 
 @app.command
-def dev(*, listen: Listen = "127.0.0.1:8080", fake_github: bool = False) -> None:
+def dev(
+    *,
+    listen: Listen = "127.0.0.1:8080",
+    fake_github: Annotated[bool, Parameter(negative="")] = False,
+) -> None:
     """Local development: embedded PostgreSQL under ./data, a dev-admin token, the API.
+
+    Prints the URL, token file and database URL to export for hqctl, examples/worker.py,
+    'tracker monitor' and 'tracker enqueue-source'.
 
     Parameters
     ----------
     fake_github
-        Also serve the web dashboard, signing in through a local fake GitHub.
+        Also serve the web dashboard, signing in through a local fake GitHub as gh_1.
     """
     host, port = parse_listen(listen or "127.0.0.1:8080")
     wiring.run_dev(host, port, fake_github=fake_github)
@@ -264,31 +349,31 @@ def _fail(error: object) -> int:
 
 def run(argv: Sequence[str]) -> int:
     """Run one command; returns the exit status (never raises for user errors)."""
+    if argv and argv[0] in HELP_FLAGS:
+        print_help(app, [])
+        return 0
     if not argv or argv[0] not in COMMANDS:
-        print(USAGE, file=sys.stderr)
+        print(f"{USAGE}\n{MORE_USAGE}\n{HINT}", file=sys.stderr)
         return _fail(f"unknown command {argv[0]!r}" if argv else "no command given")
-    if any(a in ("-h", "-help", "--help") for a in argv[1:]):
-        print(USAGE, file=sys.stderr)
-        app.help_print([argv[0]], console=_stderr_console())
-        return _fail("help requested")
+    if any(a in HELP_FLAGS for a in argv[1:]):
+        print_help(app, [argv[0]])
+        return 0
     try:
         app(go_style_flags(argv), exit_on_error=False, print_error=False)
     except CycloptsError as exc:
-        print(USAGE, file=sys.stderr)
+        print(f"{USAGE}\n{MORE_USAGE}\n{HINT}", file=sys.stderr)
         return _fail(str(exc).strip() or type(exc).__name__)
-    except (CliError, ValueError, OSError) as exc:
+    except CliError as exc:
+        return _fail(exc)
+    except DATABASE_ERRORS as exc:
+        return _fail(database_error(argv, exc))
+    except (ValueError, OSError) as exc:
         return _fail(exc)
     except KeyboardInterrupt:
         return 0
     except Exception as exc:
         return _fail(f"{type(exc).__name__}: {exc}")
     return 0
-
-
-def _stderr_console():  # type: ignore[no-untyped-def]
-    from rich.console import Console
-
-    return Console(file=sys.stderr)
 
 
 def main() -> None:

@@ -36,7 +36,10 @@ def write_source(path, specs) -> str:
 
 def test_usage(capsys) -> None:
     assert run([]) == 1
-    assert capsys.readouterr().err == "usage: source {pack|merge} [flags]\n"
+    assert capsys.readouterr().err == (
+        "usage: source {pack|merge} [flags]\n"
+        "Run 'source --help' for a description of every command and flag.\n"
+    )
     assert run(["frob"]) == 1
 
 
@@ -58,7 +61,12 @@ def test_pack_external_id(tmp_path, capsys) -> None:
         b'{"id":"j1_92f50438a02ab171b6735678275a2f9db233d4c88e301a0243886c2679ce7070",'
         b'"value":"https://example.org/"}'
     )
-    assert capsys.readouterr().err == ""
+    captured = capsys.readouterr()
+    assert captured.out == ""  # stdout stays empty (spec §3.4); the summary is on stderr
+    assert captured.err == (
+        f"packed 4 jobs (external_id) into {out}; import it with: "
+        f"hqctl enqueue-source --project-id PROJECT --input {out}\n"
+    )
 
 
 @pytest.mark.parametrize("mode", ["unique_value", "none"])
@@ -108,6 +116,7 @@ def test_pack_line_limits_and_cleanup(tmp_path, capsys) -> None:
     assert run(["pack", "--input", str(src), "--output", str(out)]) == 0
     assert [len(j.value) for j in read_source(out)] == [8192, 8192]
     out.unlink()
+    capsys.readouterr()
     src.write_bytes(b"ok\n" + b"a" * 8192 + b"\r\n")
     assert run(["pack", "--input", str(src), "--output", str(out)]) == 1
     assert capsys.readouterr().err == "source pack: line 2: token too long\n"

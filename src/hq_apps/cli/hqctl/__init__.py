@@ -9,6 +9,17 @@ from hq_apps.cli.hqctl import admin
 from hq_apps.cli.hqctl.cliutil import run_commands
 from hq_apps.cli.hqctl.enqueue import enqueue, enqueue_source
 
+DESCRIPTION = """Remote admin client for a SavewebHQ tracker.
+
+Every command talks to the tracker at --url (env HQ_URL, default https://hq.saveweb.org) with
+an admin machine token read from --machine-token-file (env HQ_MACHINE_TOKEN_FILE). Admin
+commands print text tables; add --json for the server's JSON."""
+GROUPS = {
+    "projects": "Create, inspect and delete projects.",
+    "jobs": "List, inspect, requeue and delete jobs.",
+    "users": "List, create/update and delete users.",
+    "tokens": "Show, rotate and revoke users' machine tokens.",
+}
 _CONN = "[--url URL] [--allow-http] [--machine-token-file FILE] [--timeout DURATION]"
 COMMANDS = {
     "enqueue": (enqueue, "usage: hqctl enqueue --project-id ID [--input PATH|-] "
@@ -22,7 +33,7 @@ COMMANDS = {
                      "[--status S] [--identity-mode M] [--claim-order O] [--dispatch-qps X] "
                      "[--worker-claim-qps X] [--max-jobs-per-claim N] [--max-resets N] "
                      f"[--recommended-lease-seconds N] [--client-versions a,b] [--json] {_CONN}"),
-    "projects delete": (admin.projects_delete, f"usage: hqctl projects delete --project-id ID [--json] {_CONN}"),
+    "projects delete": (admin.projects_delete, f"usage: hqctl projects delete --project-id ID [--yes] [--json] {_CONN}"),
     "jobs list": (admin.jobs_list, "usage: hqctl jobs list --project-id ID [--status S] "
                   f"[--after-job-id N] [--limit N] [--all] [--json] {_CONN}"),
     "jobs get": (admin.jobs_get, f"usage: hqctl jobs get --project-id ID --job-id N [--json] {_CONN}"),
@@ -41,7 +52,10 @@ MORE_USAGE = "       hqctl {whoami|projects|jobs|users|tokens} ... [flags]"
 
 
 def run(argv: Sequence[str]) -> int:
-    return run_commands("hqctl", COMMANDS, argv, usage=f"{USAGE}\n{MORE_USAGE}")
+    return run_commands(
+        "hqctl", COMMANDS, argv, usage=f"{USAGE}\n{MORE_USAGE}", description=DESCRIPTION,
+        groups=GROUPS,
+    )  # fmt: skip
 
 
 def main() -> None:

@@ -11,18 +11,35 @@ from typing import Annotated, Any
 
 from cyclopts import Parameter
 
-from hq_adapters.admin_client import AdminClient, ClientError
+from hq_adapters.admin_client import AdminClient, ApiError, ClientError
 from hq_apps.cli.hqctl import render
-from hq_apps.cli.hqctl.cliutil import CliError
-from hq_apps.cli.hqctl.connect import DEFAULT_TIMEOUT, open_client
+from hq_apps.cli.hqctl.cliutil import CliError, CommandFailed, confirm
+from hq_apps.cli.hqctl.connect import (
+    DEFAULT_TIMEOUT,
+    AllowHttp,
+    Json,
+    ProjectId,
+    Timeout,
+    TokenFile,
+    Url,
+    open_client,
+)
+from hq_domain.projects import ClaimOrder, ProjectStatus
 
-Json = Annotated[bool, Parameter(name="--json", negative="")]
+STATUSES = tuple(ProjectStatus)
+IDENTITY_MODES = ("external_id", "unique_value", "none")
+CLAIM_ORDERS = tuple(ClaimOrder)
+
+UserId = Annotated[str, Parameter(help="The user's ID.")]
+JobId = Annotated[int, Parameter(help="The job's numeric job_id (see 'hqctl jobs list').")]
 
 
 def _call(name: str, conn: dict[str, Any], action: Callable[[AdminClient], Any]) -> Any:
     with open_client(name, **conn) as client:
         try:
             return action(client)
+        except ApiError as exc:
+            raise CommandFailed(f"{name}: {exc}", code=exc.code, status=exc.status) from None
         except ClientError as exc:
             raise CliError(f"{name}: {exc}") from None
 
@@ -49,24 +66,26 @@ def _ok(json_output: bool, doc: dict[str, Any], text: str) -> None:
 
 def whoami(
     *,
-    url: str | None = None,
-    allow_http: bool = False,
-    machine_token_file: str | None = None,
-    timeout: str = DEFAULT_TIMEOUT,
+    url: Url = None,
+    allow_http: AllowHttp = False,
+    machine_token_file: TokenFile = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
     json_output: Json = False,
 ) -> None:
+    """Print the user ID the machine token belongs to."""
     me = _call("whoami", _conn(url, allow_http, machine_token_file, timeout), lambda c: c.whoami())
     _ok(json_output, {"user_id": me.user_id}, me.user_id)
 
 
 def projects_list(
     *,
-    url: str | None = None,
-    allow_http: bool = False,
-    machine_token_file: str | None = None,
-    timeout: str = DEFAULT_TIMEOUT,
+    url: Url = None,
+    allow_http: AllowHttp = False,
+    machine_token_file: TokenFile = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
     json_output: Json = False,
 ) -> None:
+    """List every project with its status, policy and job counts."""
     got = _call(
         "projects list",
         _conn(url, allow_http, machine_token_file, timeout),
@@ -80,13 +99,14 @@ def projects_list(
 
 def projects_get(
     *,
-    url: str | None = None,
-    allow_http: bool = False,
-    machine_token_file: str | None = None,
-    timeout: str = DEFAULT_TIMEOUT,
-    project_id: str = "",
+    url: Url = None,
+    allow_http: AllowHttp = False,
+    machine_token_file: TokenFile = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    project_id: ProjectId = "",
     json_output: Json = False,
 ) -> None:
+    """Show one project's settings and job counts by status."""
     _need("projects get", project_id=project_id)
     got = _call(
         "projects get",
@@ -110,11 +130,11 @@ def _qps(name: str, flag: str, text: str | None) -> float | None:
 
 def projects_put(
     *,
-    url: str | None = None,
-    allow_http: bool = False,
-    machine_token_file: str | None = None,
-    timeout: str = DEFAULT_TIMEOUT,
-    project_id: str = "",
+    url: Url = None,
+    allow_http: AllowHttp = False,
+    machine_token_file: TokenFile = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    project_id: ProjectId = "",
     status: str = "active",
     identity_mode: str | None = None,
     claim_order: str | None = None,
@@ -126,10 +146,38 @@ def projects_put(
     client_versions: str | None = None,
     json_output: Json = False,
 ) -> None:
-    """Create or update a project. PUT is a full replacement: omitted policy fields take
-    their defaults (spec §1.7.2)."""
+    """Create or update a project (a full replacement: omitted fields take their defaults).
+
+    Parameters
+    ----------
+    status
+        active, draining (no new claims) or archived.
+    identity_mode
+        external_id, unique_value or none; fixed once the project exists (default external_id).
+    claim_order
+        fifo or random (default fifo).
+    dispatch_qps
+        Jobs handed out per second across all workers; empty means unlimited.
+    worker_claim_qps
+        Claims per second per worker; empty means unlimited.
+    max_jobs_per_claim
+        Most jobs one claim returns, 1-256 (default 256).
+    max_resets
+        Times an expired lease is re-queued before reset_exhausted, 0-1000 (default 3).
+    recommended_lease_seconds
+        Lease length the policy recommends to workers (default 300).
+    client_versions
+        Comma-separated worker client versions allowed (X-SavewebHQ-Client-Version).
+    """
     name = "projects put"
     _need(name, project_id=project_id)
+    for flag, value, allowed in (
+        ("status", status, STATUSES),
+        ("identity-mode", identity_mode, IDENTITY_MODES),
+        ("claim-order", claim_order, CLAIM_ORDERS),
+    ):
+        if value is not None and value not in allowed:
+            raise CliError(f"{name}: invalid --{flag} {value!r}: use one of {', '.join(allowed)}")
     body: dict[str, Any] = {
         "status": status,
         "dispatch_qps": _qps(name, "dispatch-qps", dispatch_qps),
@@ -156,36 +204,71 @@ def projects_put(
 
 def projects_delete(
     *,
-    url: str | None = None,
-    allow_http: bool = False,
-    machine_token_file: str | None = None,
-    timeout: str = DEFAULT_TIMEOUT,
-    project_id: str = "",
+    url: Url = None,
+    allow_http: AllowHttp = False,
+    machine_token_file: TokenFile = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    project_id: ProjectId = "",
+    yes: Annotated[bool, Parameter(negative="")] = False,
     json_output: Json = False,
 ) -> None:
-    _need("projects delete", project_id=project_id)
-    _call(
-        "projects delete",
-        _conn(url, allow_http, machine_token_file, timeout),
-        lambda c: c.delete_project(project_id),
+    """Delete a project and all of its jobs (refused while any job is WIP).
+
+    On a terminal it shows the project's job counts and asks you to type the project ID;
+    without a terminal it needs --yes.
+
+    Parameters
+    ----------
+    yes
+        Delete without asking (scripts).
+    """
+    name = "projects delete"
+    _need(name, project_id=project_id)
+    conn = _conn(url, allow_http, machine_token_file, timeout)
+    summary = _call(name, conn, lambda c: c.get_project(project_id))
+    counts = render.counts_text(summary.job_counts)
+    if not yes:
+        confirm(
+            name,
+            f"Project {project_id} ({summary.status}) has {counts}.\n"
+            f"Deleting it removes the project and every job. This cannot be undone.\n"
+            f"Type the project ID ({project_id}) to delete it: ",
+            project_id,
+        )
+    _call(name, conn, lambda c: c.delete_project(project_id))
+    _ok(
+        json_output,
+        {"project_id": project_id, "deleted": True},
+        f"deleted project {project_id} ({counts})",
     )
-    _ok(json_output, {"project_id": project_id, "deleted": True}, f"deleted project {project_id}")
 
 
 def jobs_list(
     *,
-    url: str | None = None,
-    allow_http: bool = False,
-    machine_token_file: str | None = None,
-    timeout: str = DEFAULT_TIMEOUT,
-    project_id: str = "",
+    url: Url = None,
+    allow_http: AllowHttp = False,
+    machine_token_file: TokenFile = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    project_id: ProjectId = "",
     status: str | None = None,
     after_job_id: int = 0,
     limit: int = 50,
     all: bool = False,
     json_output: Json = False,
 ) -> None:
-    """One page of jobs (``--after-job-id`` is the cursor), or every page with ``--all``."""
+    """List a project's jobs by job_id, one page at a time or every page with --all.
+
+    Parameters
+    ----------
+    status
+        Only jobs in this status: todo, wip, done, failed or reset_exhausted.
+    after_job_id
+        Cursor: list jobs with a larger job_id (the previous page prints the next value).
+    limit
+        Jobs per page (server maximum 1000).
+    all
+        Follow the cursor through every page.
+    """
     _need("jobs list", project_id=project_id)
 
     def fetch(c: AdminClient) -> Any:
@@ -213,14 +296,15 @@ def _job_id(name: str, job_id: int) -> None:
 
 def jobs_get(
     *,
-    url: str | None = None,
-    allow_http: bool = False,
-    machine_token_file: str | None = None,
-    timeout: str = DEFAULT_TIMEOUT,
-    project_id: str = "",
-    job_id: int = 0,
+    url: Url = None,
+    allow_http: AllowHttp = False,
+    machine_token_file: TokenFile = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    project_id: ProjectId = "",
+    job_id: JobId = 0,
     json_output: Json = False,
 ) -> None:
+    """Show one job in full: spec, status, attempt, outcome or error, receipts."""
     _need("jobs get", project_id=project_id)
     _job_id("jobs get", job_id)
     got = _call(
@@ -236,14 +320,15 @@ def jobs_get(
 
 def jobs_requeue(
     *,
-    url: str | None = None,
-    allow_http: bool = False,
-    machine_token_file: str | None = None,
-    timeout: str = DEFAULT_TIMEOUT,
-    project_id: str = "",
-    job_id: int = 0,
+    url: Url = None,
+    allow_http: AllowHttp = False,
+    machine_token_file: TokenFile = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    project_id: ProjectId = "",
+    job_id: JobId = 0,
     json_output: Json = False,
 ) -> None:
+    """Put a failed or reset_exhausted job back to todo."""
     _need("jobs requeue", project_id=project_id)
     _job_id("jobs requeue", job_id)
     _call(
@@ -260,14 +345,15 @@ def jobs_requeue(
 
 def jobs_delete(
     *,
-    url: str | None = None,
-    allow_http: bool = False,
-    machine_token_file: str | None = None,
-    timeout: str = DEFAULT_TIMEOUT,
-    project_id: str = "",
-    job_id: int = 0,
+    url: Url = None,
+    allow_http: AllowHttp = False,
+    machine_token_file: TokenFile = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    project_id: ProjectId = "",
+    job_id: JobId = 0,
     json_output: Json = False,
 ) -> None:
+    """Delete one job (refused while it is WIP)."""
     _need("jobs delete", project_id=project_id)
     _job_id("jobs delete", job_id)
     _call(
@@ -284,12 +370,13 @@ def jobs_delete(
 
 def users_list(
     *,
-    url: str | None = None,
-    allow_http: bool = False,
-    machine_token_file: str | None = None,
-    timeout: str = DEFAULT_TIMEOUT,
+    url: Url = None,
+    allow_http: AllowHttp = False,
+    machine_token_file: TokenFile = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
     json_output: Json = False,
 ) -> None:
+    """List users with their status, roles and machine-token state."""
     got = _call(
         "users list", _conn(url, allow_http, machine_token_file, timeout), lambda c: c.list_users()
     )
@@ -301,16 +388,24 @@ def users_list(
 
 def users_put(
     *,
-    url: str | None = None,
-    allow_http: bool = False,
-    machine_token_file: str | None = None,
-    timeout: str = DEFAULT_TIMEOUT,
-    user_id: str = "",
+    url: Url = None,
+    allow_http: AllowHttp = False,
+    machine_token_file: TokenFile = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    user_id: UserId = "",
     status: str = "",
     roles: str = "",
     json_output: Json = False,
 ) -> None:
-    """Create or update a user's status and roles (comma-separated, may be empty)."""
+    """Create or update a user's status and roles.
+
+    Parameters
+    ----------
+    status
+        active, pending or suspended.
+    roles
+        Comma-separated roles: admin, worker (may be empty).
+    """
     _need("users put", user_id=user_id, status=status)
     role_list = [r.strip() for r in roles.split(",") if r.strip()]
     _call(
@@ -321,19 +416,20 @@ def users_put(
     _ok(
         json_output,
         {"user_id": user_id, "status": status, "roles": role_list},
-        f"user {user_id}: status={status} roles={','.join(role_list) or '-'}",
+        f"user {user_id}: status={status} roles={','.join(role_list) or render.EMPTY}",
     )
 
 
 def users_delete(
     *,
-    url: str | None = None,
-    allow_http: bool = False,
-    machine_token_file: str | None = None,
-    timeout: str = DEFAULT_TIMEOUT,
-    user_id: str = "",
+    url: Url = None,
+    allow_http: AllowHttp = False,
+    machine_token_file: TokenFile = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
+    user_id: UserId = "",
     json_output: Json = False,
 ) -> None:
+    """Delete a user with their sessions and machine token."""
     _need("users delete", user_id=user_id)
     _call(
         "users delete",
@@ -346,11 +442,11 @@ def users_delete(
 def _token_cmd(name: str, action: str) -> Callable[..., None]:
     def command(
         *,
-        url: str | None = None,
-        allow_http: bool = False,
-        machine_token_file: str | None = None,
-        timeout: str = DEFAULT_TIMEOUT,
-        user_id: str = "",
+        url: Url = None,
+        allow_http: AllowHttp = False,
+        machine_token_file: TokenFile = None,
+        timeout: Timeout = DEFAULT_TIMEOUT,
+        user_id: UserId = "",
         json_output: Json = False,
     ) -> None:
         _need(name, user_id=user_id)
@@ -364,6 +460,11 @@ def _token_cmd(name: str, action: str) -> Callable[..., None]:
         _ok(json_output, {"user_id": got.user_id, "token": got.token}, got.token)
 
     command.__name__ = name.replace(" ", "_")
+    command.__doc__ = {
+        "get": "Print a user's current machine token (if it is still viewable).",
+        "rotate": "Issue a new machine token for a user (the old one stops working).",
+        "revoke": "Revoke a user's machine token.",
+    }[action]
     return command
 
 

@@ -8,6 +8,7 @@ Commands raise :class:`CliError` with the exact text to print on stderr.
 from __future__ import annotations
 
 import inspect
+import json
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -17,7 +18,41 @@ from cyclopts.exceptions import CycloptsError
 
 from hq_apps.cli.common import CliError, read_secret_file
 
-__all__ = ["CliError", "go_style", "parse_go_duration", "read_secret_file", "run_commands"]
+__all__ = [
+    "CliError",
+    "CommandFailed",
+    "confirm",
+    "go_style",
+    "parse_go_duration",
+    "read_secret_file",
+    "run_commands",
+]
+
+
+class CommandFailed(CliError):
+    """A failure the server explained: its error code and HTTP status ride along so
+    ``--json`` can print them."""
+
+    def __init__(self, message: str, *, code: str | None = None, status: int | None = None):
+        super().__init__(message)
+        self.code = code
+        self.status = status
+
+
+def confirm(name: str, prompt: str, expected: str) -> None:
+    """Ask on the terminal to type ``expected``; CliError when stdin is no terminal or the
+    answer differs (nothing is changed then)."""
+    if not sys.stdin.isatty():
+        raise CliError(f"{name}: stdin is not a terminal; pass --yes to confirm")
+    sys.stderr.write(prompt)
+    sys.stderr.flush()
+    try:
+        answer = sys.stdin.readline().strip()
+    except KeyboardInterrupt:
+        answer = ""
+    if answer != expected:
+        raise CliError(f"{name}: not confirmed; nothing was deleted")
+
 
 HELP_FLAGS = ("-h", "-help", "--help")
 _DURATION_RE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
@@ -72,26 +107,77 @@ def parse_go_duration(text: str) -> float:
     return sign * total
 
 
+def help_app(
+    prog: str,
+    description: str,
+    commands: dict[str, tuple[Callable[..., object], str]],
+    groups: dict[str, str] | None = None,
+) -> cyclopts.App:
+    """A cyclopts App used only to render help (spec D9): one command per entry, two-word
+    names nested under a group whose one-line description comes from ``groups``; each
+    command's description is its docstring and its flags' help the docstring's Parameters
+    section (or ``Parameter(help=...)`` on the shared connection flags)."""
+    app = cyclopts.App(
+        name=prog, help=description, help_flags=[], version_flags=[],
+        default_parameter=cyclopts.Parameter(negative=""),
+    )  # fmt: skip
+    subs: dict[str, cyclopts.App] = {}
+    for name, (func, usage) in commands.items():
+        target = app
+        if " " in name:
+            group, name = name.split(" ", 1)
+            if group not in subs:
+                subs[group] = cyclopts.App(
+                    name=group, help=(groups or {}).get(group, ""), help_flags=[],
+                    version_flags=[],
+                )  # fmt: skip
+                app.command(subs[group])
+            target = subs[group]
+        target.command(func, name=name, usage=usage.removeprefix("usage: ") + "\n")
+    return app
+
+
+def print_help(app: cyclopts.App, tokens: Sequence[str]) -> None:
+    """Help on stdout (it was asked for), as wide as the terminal or 100 columns."""
+    from rich.console import Console
+
+    width = None if sys.stdout.isatty() else 100
+    app.help_print(list(tokens), console=Console(file=sys.stdout, width=width, highlight=False))
+
+
 def run_commands(
     prog: str,
     commands: dict[str, tuple[Callable[..., object], str]],
     argv: Sequence[str],
     *,
     usage: str | None = None,
-    help_exit: int = 0,
+    description: str = "",
+    groups: dict[str, str] | None = None,
 ) -> int:
     """Dispatch ``argv`` to one of ``commands`` (name → (function, usage line)); a name may be
-    two words (``projects list``). Functions take keyword-only flags and raise CliError."""
+    two words (``projects list``). Functions take keyword-only flags and raise CliError.
+
+    ``-h``/``--help`` anywhere prints the help of the command (or group, or program) named
+    before it and exits 0; no command or an unknown one prints the usage and exits 1 (§4)."""
     usage = usage or f"usage: {prog} {{{'|'.join(commands)}}} [flags]"
+    hint = f"Run '{prog} --help' for a description of every command and flag."
     name = next((n for n in (" ".join(argv[:2]), " ".join(argv[:1])) if n in commands), None)
     if name is None:
-        print(usage, file=sys.stderr)
-        return help_exit if argv and argv[0] in HELP_FLAGS else 1
+        known_group = bool(argv) and any(n.startswith(argv[0] + " ") for n in commands)
+        if argv and (
+            argv[0] in HELP_FLAGS or (known_group and argv[1:2] and argv[1] in HELP_FLAGS)
+        ):
+            print_help(
+                help_app(prog, description, commands, groups), argv[:1] if known_group else []
+            )
+            return 0
+        print(f"{usage}\n{hint}", file=sys.stderr)
+        return 1
     rest = list(argv[len(name.split()) :])
     func, cmd_usage = commands[name]
     if any(tok in HELP_FLAGS for tok in rest):
-        print(cmd_usage, file=sys.stderr)
-        return help_exit
+        print_help(help_app(prog, description, commands, groups), name.split())
+        return 0
     app = cyclopts.App(name=prog, help_flags=[], version_flags=[])
     app.command(func, name="run")
     params = inspect.signature(func).parameters.values()
@@ -115,8 +201,17 @@ def run_commands(
     try:
         command(*bound.args, **bound.kwargs)
     except CliError as exc:
-        print(str(exc), file=sys.stderr)
+        if bound.kwargs.get("json_output"):
+            # --json asked for machine output: the error is one JSON object on stderr.
+            doc = {"error": {"message": str(exc), "code": getattr(exc, "code", None),
+                             "status": getattr(exc, "status", None)}}  # fmt: skip
+            print(json.dumps(doc), file=sys.stderr)
+        else:
+            print(str(exc), file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"{prog} {name}: interrupted", file=sys.stderr)
+        return 130
     return 0
 
 

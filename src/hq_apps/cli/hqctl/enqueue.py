@@ -20,7 +20,15 @@ import msgspec
 from hq_adapters.admin_client import AdminClient, ClientError, job_body
 from hq_adapters.sourcefile import parse_job_line
 from hq_apps.cli.hqctl.cliutil import CliError
-from hq_apps.cli.hqctl.connect import DEFAULT_TIMEOUT, open_client
+from hq_apps.cli.hqctl.connect import (
+    DEFAULT_TIMEOUT,
+    AllowHttp,
+    ProjectId,
+    Timeout,
+    TokenFile,
+    Url,
+    open_client,
+)
 from hq_apps.cli.hqctl.progress import Progress
 from hq_domain.errors import HqError
 from hq_domain.ids import default_job_id
@@ -153,11 +161,11 @@ def send_batches(
 
 def enqueue(
     *,
-    url: str | None = None,
-    allow_http: bool = False,
-    project_id: str = "",
-    machine_token_file: str | None = None,
-    timeout: str = DEFAULT_TIMEOUT,
+    url: Url = None,
+    allow_http: AllowHttp = False,
+    project_id: ProjectId = "",
+    machine_token_file: TokenFile = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
     input: str = "-",
     format: str = "values",
     batch_size: int = 1000,
@@ -165,6 +173,23 @@ def enqueue(
     max_jobs: int = 10_000_000,
     type: str = "",
 ) -> None:
+    """Send jobs from a text file in batches (JSON summary on stdout, progress on stderr).
+
+    Parameters
+    ----------
+    input
+        File to read, or - for stdin.
+    format
+        values: each non-blank line is a job value (a URL); jsonl: each line a job object.
+    batch_size
+        Jobs per request (server maximum 1000).
+    progress_every
+        Print a progress line on stderr every N batches; 0 turns it off.
+    max_jobs
+        Refuse inputs with more jobs than this.
+    type
+        Job type for values lines: seed or asset (default: none).
+    """
     if not project_id:
         raise CliError("enqueue: --project-id is required")
     if format not in ("values", "jsonl"):
@@ -206,6 +231,7 @@ def enqueue(
         "batches": batches,
     }
     sys.stdout.write(msgspec.json.encode(summary).decode() + "\n")
+    _summary_line(project_id, submitted, inserted)
 
 
 def _chunks(reader: BinaryIO) -> Iterator[bytes]:
@@ -224,13 +250,22 @@ def _regular_file_size(reader: BinaryIO) -> int | None:
 
 def enqueue_source(
     *,
-    url: str | None = None,
-    allow_http: bool = False,
-    project_id: str = "",
-    machine_token_file: str | None = None,
-    timeout: str = DEFAULT_TIMEOUT,
+    url: Url = None,
+    allow_http: AllowHttp = False,
+    project_id: ProjectId = "",
+    machine_token_file: TokenFile = None,
+    timeout: Timeout = DEFAULT_TIMEOUT,
     input: str = "",
 ) -> None:
+    """Upload a jobs-jsonl-zstd-v1 file (from 'source pack') in one request.
+
+    Prints the server's result as JSON on stdout and a one-line summary on stderr.
+
+    Parameters
+    ----------
+    input
+        The .jobs.jsonl.zst file, or - for stdin.
+    """
     if not project_id:
         raise CliError("enqueue-source: --project-id is required")
     if not input:
@@ -260,3 +295,12 @@ def enqueue_source(
         "uncompressed_bytes": result.uncompressed_bytes,
     }
     sys.stdout.write(msgspec.json.encode(out).decode() + "\n")
+    _summary_line(project_id, result.jobs, result.inserted)
+
+
+def _summary_line(project_id: str, jobs: int, inserted: int) -> None:
+    """The human half of the result (stdout keeps the spec's JSON for scripts)."""
+    sys.stderr.write(
+        f"imported {jobs} jobs into {project_id}: {inserted} new, {jobs - inserted} already "
+        f"present; see the counts with: hqctl projects get --project-id {project_id}\n"
+    )

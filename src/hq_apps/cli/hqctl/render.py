@@ -1,4 +1,8 @@
-"""Plain-text tables and JSON output for the admin commands."""
+"""Plain-text tables and JSON output for the admin commands.
+
+One style everywhere: timestamps as ISO-8601 UTC (``2026-12-01T05:12:36Z``), an absent value
+as ``-``, booleans as ``yes``/``no``, lists comma-separated.
+"""
 
 from __future__ import annotations
 
@@ -16,15 +20,26 @@ def print_json(value: Any) -> None:
     sys.stdout.write(msgspec.json.encode(wire.to_builtins(value)).decode() + "\n")
 
 
+EMPTY = "-"
+TIME_FIELDS = frozenset(
+    {"created_at", "updated_at", "lease_expires_at", "completed_at", "last_login_at"}
+)
+
+
 def when(ts: int | None) -> str:
-    if ts is None:
-        return "-"
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    """Unix seconds as ISO-8601 UTC."""
+    if ts is None or ts is msgspec.UNSET:
+        return EMPTY
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def cell(value: Any, width: int = 60) -> str:
-    if value is None or value is msgspec.UNSET:
-        return "-"
+    if value is None or value is msgspec.UNSET or value == [] or value == {}:
+        return EMPTY
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple) and all(isinstance(v, str) for v in value):
+        value = ",".join(value)
     text = str(value).replace("\n", "\\n")
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -76,12 +91,17 @@ def project_detail(p: wire.ProjectSummary) -> str:
         ("worker_claim_qps", qps(p.worker_claim_qps)),
         ("max_jobs_per_claim", p.max_jobs_per_claim), ("max_resets", p.max_resets),
         ("recommended_lease_seconds", p.recommended_lease_seconds),
-        ("client_versions", ", ".join(p.client_versions) or "(none)"),
+        ("client_versions", ",".join(p.client_versions) or EMPTY),
         ("policy_version", p.policy_version),
-        ("job_counts", f"todo={c.todo} wip={c.wip} done={c.done} failed={c.failed} "
-                       f"reset_exhausted={c.reset_exhausted}"),
+        ("job_counts", counts_text(c)),
         ("created_at", when(p.created_at)), ("updated_at", when(p.updated_at)),
     ])  # fmt: skip
+
+
+def counts_text(c: wire.JobCounts) -> str:
+    total = c.todo + c.wip + c.done + c.failed + c.reset_exhausted
+    return (f"{total} jobs: todo={c.todo} wip={c.wip} done={c.done} failed={c.failed} "
+            f"reset_exhausted={c.reset_exhausted}")  # fmt: skip
 
 
 def job_rows(jobs: Sequence[wire.AdminJob]) -> str:
@@ -93,13 +113,20 @@ def job_rows(jobs: Sequence[wire.AdminJob]) -> str:
 
 def job_detail(j: wire.AdminJob) -> str:
     builtins = wire.to_builtins(j)
-    items = [(k, msgspec.json.encode(v).decode() if isinstance(v, dict | list) else v)
-             for k, v in builtins.items()]  # fmt: skip
+    items = [(k, _detail_value(k, v)) for k, v in builtins.items()]
     return pairs(items)
+
+
+def _detail_value(key: str, value: Any) -> Any:
+    if key in TIME_FIELDS and isinstance(value, int):
+        return when(value)
+    if isinstance(value, dict | list) and value:
+        return msgspec.json.encode(value).decode()
+    return value
 
 
 def user_rows(users: Sequence[wire.User]) -> str:
     headers = ["id", "status", "roles", "github_login", "token_active", "token_viewable"]
-    rows = [[u.id, u.status, ",".join(u.roles) or "-", u.github_login, u.machine_token_active,
+    rows = [[u.id, u.status, ",".join(u.roles), u.github_login, u.machine_token_active,
              u.machine_token_viewable] for u in users]  # fmt: skip
     return table(headers, rows)
