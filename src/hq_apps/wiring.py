@@ -165,6 +165,19 @@ def _dev_token(path: str) -> str:
     return token
 
 
+async def _seed_dev_github_user(store: Store) -> None:
+    """``tracker dev --fake-github`` signs in as ``gh_1``: create it once as an active admin
+    and worker, so the dashboard's worker page works too. An existing row is left alone (roles
+    changed since are kept; a sign-in only adds ``admin``, see docs/web.md)."""
+    from hq_apps.web.fake_github import DEV_GITHUB_ID, DEV_GITHUB_LOGIN
+    from hq_domain.users import Role, UserStatus
+
+    user_id = f"gh_{DEV_GITHUB_ID}"
+    if await store.get_user(user_id) is None:
+        await store.upsert_github_admin(DEV_GITHUB_ID, DEV_GITHUB_LOGIN, "")
+        await store.put_user(user_id, UserStatus.ACTIVE, [Role.ADMIN, Role.WORKER])
+
+
 def run_dev(
     host: str, port: int, data_dir: str = DEV_DATA_DIR, *, fake_github: bool = False
 ) -> None:
@@ -192,6 +205,8 @@ def run_dev(
             store = await open_store(settings, SystemClock())
             try:
                 await store.bootstrap_user(DEV_USER, [Role.ADMIN, Role.WORKER], token)
+                if fake_github:
+                    await _seed_dev_github_user(store)
             finally:
                 await store.close()
             url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{port}"
@@ -208,26 +223,27 @@ def run_dev(
 
             def banner() -> None:
                 token_abs = os.path.abspath(token_path)
+                dashboard = (
+                    f'  dashboard:         {url}/ ("Continue with GitHub" signs in through a\n'
+                    "                     local fake GitHub as gh_1, an admin and worker)\n"
+                    if fake_github
+                    else "  dashboard:         off (start with --fake-github to click through it)\n"
+                )
                 print(
                     f"SavewebHQ dev tracker on {url}\n"
                     f"  admin+worker user: {DEV_USER}\n"
                     f"  machine token:     {token_abs}\n"
                     f"  database URL:      {dsn}\n"
                     f"  database files:    {os.path.abspath(os.path.join(data_dir, 'postgres'))}\n"
-                    f"  API schema:        {url}/schema\n"
-                    "In another terminal (hqctl, examples/worker.py, tracker monitor and\n"
-                    "tracker enqueue-source read these):\n"
+                    f"{dashboard}"
+                    "In another terminal, for hqctl, examples/worker.py, tracker monitor and\n"
+                    "tracker enqueue-source:\n"
                     f"  export HQ_URL={url} HQ_MACHINE_TOKEN_FILE={shlex.quote(token_abs)}\n"
                     f"  export HQ_DATABASE_URL={shlex.quote(dsn)}\n"
-                    f'  curl -H "Authorization: Bearer $(cat {token_path})" {url}/api/v1/whoami',
+                    f'  curl -H "Authorization: Bearer $(cat {token_path})" {url}/api/v1/whoami\n'
+                    f"  API schema: {url}/schema",
                     flush=True,
                 )
-                if fake_github:
-                    print(
-                        f'  dashboard: {url}/ ("Continue with GitHub" signs in through a '
-                        "local fake GitHub as gh_1, an admin and worker)",
-                        flush=True,
-                    )
 
             try:
                 await serve(settings, host, port, on_started=banner)

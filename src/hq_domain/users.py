@@ -69,6 +69,17 @@ def require_worker(status: UserStatus, roles: frozenset[Role] | tuple[Role, ...]
         raise PermissionDenied("active worker role required")
 
 
+def roles_after_admin_login(roles: tuple[Role, ...]) -> tuple[Role, ...]:
+    """A GitHub admin-team member's sign-in adds ``admin`` and keeps every other role.
+
+    The reference replaces the roles with exactly ``[admin]`` (spec §5.3 item 6), so each
+    sign-in silently dropped a ``worker`` role another admin had granted. Team membership
+    asserts admin, nothing more; an admin can grant itself any role anyway, so keeping them
+    gives nothing away (docs/web.md, "Sign-in and roles").
+    """
+    return tuple(sorted({*roles, Role.ADMIN}))
+
+
 def validate_user_put(user_id: str, status: str, roles: list[str] | None) -> tuple[UserStatus, tuple[Role, ...]]:
     """PUT user validation (spec §1.7.9): returns the status and sorted, unique roles."""
     if not is_id(user_id) or status not in UserStatus.__members__.values():

@@ -48,12 +48,16 @@ class WebStoreContract:
         assert (u.id, u.status, u.roles) == ("gh_7", UserStatus.ACTIVE, (Role.ADMIN,))
         assert (u.github_user_id, u.github_login, u.github_avatar_url) == (7, "octo", "https://a/7")
         assert u.last_login_at == u.created_at == now_s(clock)
-        await store.put_user("gh_7", UserStatus.SUSPENDED, [Role.WORKER, Role.ADMIN])
+        await store.put_user("gh_7", UserStatus.SUSPENDED, [Role.WORKER])
         clock.advance(30)
         u = await store.upsert_github_admin(7, "octo2", "https://a/7b")
+        # Sign-in adds admin and keeps the worker role granted since (docs/web.md).
         assert (u.status, u.roles, u.github_login, u.github_avatar_url) == (
-            UserStatus.ACTIVE, (Role.ADMIN,), "octo2", "https://a/7b",
+            UserStatus.ACTIVE, (Role.ADMIN, Role.WORKER), "octo2", "https://a/7b",
         )
+        await store.put_user("gh_7", UserStatus.ACTIVE, [])
+        u = await store.upsert_github_admin(7, "octo2", "https://a/7b")
+        assert u.roles == (Role.ADMIN,)
         assert u.last_login_at == now_s(clock) and u.created_at == now_s(clock) - 30
         assert await store.get_user("gh_7") == u
         await store.delete_user("gh_7")

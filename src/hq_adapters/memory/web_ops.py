@@ -8,7 +8,7 @@ from hq_adapters.memory.state import MemoryState, SessionRow
 from hq_domain.clock import seconds
 from hq_domain.errors import NotFound
 from hq_domain.ports import WorkerMapping
-from hq_domain.users import Role, User, UserStatus
+from hq_domain.users import Role, User, UserStatus, roles_after_admin_login
 
 
 def create_session(
@@ -60,7 +60,8 @@ def _new_github_user(
 def upsert_github_admin(
     state: MemoryState, github_user_id: int, login: str, avatar_url: str, now_ns: int
 ) -> User:
-    """A team member: active with exactly ``[admin]`` (an earlier local delete is undone)."""
+    """A team member: active with ``admin`` added to the roles it had (an earlier local delete
+    is undone); see ``roles_after_admin_login``."""
     now_s = seconds(now_ns)
     user = _by_github_id(state, github_user_id)
     if user is None:
@@ -68,7 +69,7 @@ def upsert_github_admin(
     else:
         user = replace(
             user, github_login=login, github_avatar_url=avatar_url, status=UserStatus.ACTIVE,
-            roles=(Role.ADMIN,), last_login_at=now_s, updated_at=now_s,
+            roles=roles_after_admin_login(user.roles), last_login_at=now_s, updated_at=now_s,
         )
     state.users[user.id] = user
     return user

@@ -172,6 +172,10 @@ async def serve(fake: FakeGitHub, sock: socket.socket) -> None:
     await uvicorn.Server(config).serve(sockets=[sock])
 
 
+DEV_GITHUB_ID = 1  # signs in as user gh_1
+DEV_GITHUB_LOGIN = "dev-github-user"
+
+
 def dev_web(public_url: str) -> tuple[FakeGitHub, WebSettings, socket.socket]:
     """Everything ``tracker dev --fake-github`` needs: a fake whose next login is a team
     member, matching web settings (fresh random session secret), and the fake's socket::
@@ -182,7 +186,7 @@ def dev_web(public_url: str) -> tuple[FakeGitHub, WebSettings, socket.socket]:
     """
     sock, url = reserve_loopback()
     fake = FakeGitHub("hq-dev-client", "hq-dev-secret")
-    fake.set_identity(1, "dev-admin", "active")
+    fake.set_identity(DEV_GITHUB_ID, DEV_GITHUB_LOGIN, "active")
     web = WebSettings(
         public_url=public_url,
         github_client_id=fake.client_id,

@@ -78,3 +78,11 @@ def test_role_gates(status: UserStatus, roles: tuple[Role, ...]) -> None:
     else:
         with pytest.raises(PermissionDenied, match=r"^active worker role required$"):
             require_worker(status, roles)
+
+
+def test_admin_sign_in_adds_admin_and_keeps_other_roles() -> None:
+    from hq_domain.users import Role, roles_after_admin_login
+
+    assert roles_after_admin_login(()) == (Role.ADMIN,)
+    assert roles_after_admin_login((Role.WORKER,)) == (Role.ADMIN, Role.WORKER)
+    assert roles_after_admin_login((Role.ADMIN, Role.WORKER)) == (Role.ADMIN, Role.WORKER)

@@ -19,9 +19,11 @@ WHERE s.token_hash = $1 AND s.expires_at > $2 AND u.status = 'active'
 DELETE FROM tracker_web_sessions WHERE token_hash = $1
 
 -- name: github_admin_update
--- Team member with a known GitHub id: refresh profile, make active admin (locks that row).
+-- Team member with a known GitHub id: refresh profile, make active, add admin to the roles it
+-- has (hq_domain.users.roles_after_admin_login; locks that row).
 UPDATE tracker_users
-SET github_login = $2, github_avatar_url = $3, status = 'active', roles = '{admin}',
+SET github_login = $2, github_avatar_url = $3, status = 'active',
+    roles = ARRAY(SELECT DISTINCT r FROM unnest(roles || '{admin}'::text[]) AS r ORDER BY r),
     last_login_at = $4, updated_at = $4
 WHERE github_user_id = $1
 RETURNING *
