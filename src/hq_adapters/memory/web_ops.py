@@ -65,11 +65,18 @@ def upsert_github_admin(
     now_s = seconds(now_ns)
     user = _by_github_id(state, github_user_id)
     if user is None:
-        user = _new_github_user(github_user_id, login, avatar_url, UserStatus.ACTIVE, Role.ADMIN, now_s)
+        user = _new_github_user(
+            github_user_id, login, avatar_url, UserStatus.ACTIVE, Role.ADMIN, now_s
+        )
     else:
         user = replace(
-            user, github_login=login, github_avatar_url=avatar_url, status=UserStatus.ACTIVE,
-            roles=roles_after_admin_login(user.roles), last_login_at=now_s, updated_at=now_s,
+            user,
+            github_login=login,
+            github_avatar_url=avatar_url,
+            status=UserStatus.ACTIVE,
+            roles=roles_after_admin_login(user.roles),
+            last_login_at=now_s,
+            updated_at=now_s,
         )
     state.users[user.id] = user
     return user
@@ -82,17 +89,24 @@ def upsert_github_worker(
     now_s = seconds(now_ns)
     user = _by_github_id(state, github_user_id)
     if user is None:
-        user = _new_github_user(github_user_id, login, avatar_url, UserStatus.PENDING, Role.WORKER, now_s)
+        user = _new_github_user(
+            github_user_id, login, avatar_url, UserStatus.PENDING, Role.WORKER, now_s
+        )
     else:
         user = replace(
-            user, github_login=login, github_avatar_url=avatar_url, last_login_at=now_s,
+            user,
+            github_login=login,
+            github_avatar_url=avatar_url,
+            last_login_at=now_s,
             updated_at=now_s,
         )
     state.users[user.id] = user
     return user
 
 
-def list_worker_mappings(state: MemoryState, worker_id: str | None, limit: int) -> list[WorkerMapping]:
+def list_worker_mappings(
+    state: MemoryState, worker_id: str | None, limit: int
+) -> list[WorkerMapping]:
     if worker_id is not None:
         user_id = state.workers.get(worker_id)
         return [] if user_id is None else [WorkerMapping(worker_id, user_id)]

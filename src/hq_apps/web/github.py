@@ -8,14 +8,21 @@ from __future__ import annotations
 
 import functools
 import ssl
+import warnings
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+import authlib.deprecate  # noqa: F401  (installs authlib's "always" filter first, so ours wins)
 import httpx
 import msgspec
-from authlib.integrations.httpx_client import AsyncOAuth2Client
+
+with warnings.catch_warnings():
+    # authlib >= 1.6 announces, at import, a move of its httpx integration to "httpx2"; the
+    # API used here is unchanged, and every `tracker serve` start printed the notice.
+    warnings.filterwarnings("ignore", message=".*httpx module is deprecated")
+    from authlib.integrations.httpx_client import AsyncOAuth2Client
 
 RESPONSE_LIMIT = 64 * 1024
 CLIENT_TIMEOUT_S = 15.0
@@ -67,7 +74,9 @@ class _CappedStream(httpx.AsyncByteStream):
 class CappedTransport(httpx.AsyncBaseTransport):
     """Limits every upstream response body to ``limit`` bytes (spec: 64 KiB)."""
 
-    def __init__(self, inner: httpx.AsyncBaseTransport, *, owned: bool, limit: int = RESPONSE_LIMIT):
+    def __init__(
+        self, inner: httpx.AsyncBaseTransport, *, owned: bool, limit: int = RESPONSE_LIMIT
+    ):
         self._inner, self._owned, self._limit = inner, owned, limit
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:

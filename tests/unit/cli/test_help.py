@@ -31,7 +31,9 @@ def _flags(func: Callable[..., object]) -> list[str]:
 
 def _assert_flags_described(out: str, func: Callable[..., object]) -> None:
     for flag in _flags(func):
-        line = next((ln for ln in out.splitlines() if re.search(rf"│ (\*  |   )?{flag}\b", ln)), None)
+        line = next(
+            (ln for ln in out.splitlines() if re.search(rf"│ (\*  |   )?{flag}\b", ln)), None
+        )
         assert line is not None, f"{flag} missing from help:\n{out}"
         # After the flag and its type (STR, INT, PATH, STR...), the description must start
         # with words, not with a bare "[default: ...]" / "[env var: ...]".
