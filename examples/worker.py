@@ -97,7 +97,9 @@ def release_held(queue: Any) -> int:
     held = queue.held_jobs()
     if not held:
         return 0
-    items = [j.fail_item("worker_stopped", True, "worker interrupted before finishing") for j in held]
+    items = [
+        j.fail_item("worker_stopped", True, "worker interrupted before finishing") for j in held
+    ]
     queue.fail_many(items)
     return len(held)
 
