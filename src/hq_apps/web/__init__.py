@@ -59,6 +59,7 @@ HANDLERS = [
     project_pages.create_project,
     project_pages.project_detail,
     project_pages.update_project,
+    project_pages.confirm_delete_project,
     project_pages.delete_project,
     project_pages.enqueue_jobs,
     source_upload.upload_source,

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
 from litestar import Litestar, Request, Response, get, post
-from litestar.di import Provide
+from litestar.di import NamedDependency, Provide
+from litestar.params import FromPath
 
 from hq_apps.settings import WebSettings
 from hq_domain.ids import b64url
@@ -83,7 +84,7 @@ def _json_error(error: str, description: str) -> dict[str, str]:
 
 
 @get("/login/oauth/authorize", sync_to_thread=False)
-def _authorize(request: Request, fake: FakeGitHub) -> Response[str]:
+def _authorize(request: Request, fake: NamedDependency[FakeGitHub]) -> Response[str]:
     q = request.query_params
     redirect_uri = q.get("redirect_uri", "")
     if q.get("client_id") != fake.client_id or not redirect_uri:
@@ -97,11 +98,13 @@ def _authorize(request: Request, fake: FakeGitHub) -> Response[str]:
         fake._grants[code] = _Grant(fake.user, q["code_challenge"], redirect_uri)
         params = {"code": code, "state": q.get("state", "")}
     sep = "&" if "?" in redirect_uri else "?"
-    return Response("", status_code=302, headers={"Location": redirect_uri + sep + urlencode(params)})
+    return Response(
+        "", status_code=302, headers={"Location": redirect_uri + sep + urlencode(params)}
+    )
 
 
 @post("/login/oauth/access_token", status_code=200)
-async def _access_token(request: Request, fake: FakeGitHub) -> dict[str, str]:
+async def _access_token(request: Request, fake: NamedDependency[FakeGitHub]) -> dict[str, str]:
     form = await request.form()
     if form.get("client_id") != fake.client_id or form.get("client_secret") != fake.client_secret:
         return _json_error("incorrect_client_credentials", "bad client")
@@ -129,7 +132,7 @@ _NOT_FOUND = Response({"message": "Not Found"}, status_code=404)
 
 
 @get("/user", sync_to_thread=False)
-def _user(request: Request, fake: FakeGitHub) -> Response[dict[str, object]]:
+def _user(request: Request, fake: NamedDependency[FakeGitHub]) -> Response[dict[str, object]]:
     user = _bearer_user(request, fake)
     if user is None:
         return _UNAUTHORIZED
@@ -138,7 +141,11 @@ def _user(request: Request, fake: FakeGitHub) -> Response[dict[str, object]]:
 
 @get("/orgs/{org:str}/teams/{team:str}/memberships/{login:str}", sync_to_thread=False)
 def _membership(
-    request: Request, fake: FakeGitHub, org: str, team: str, login: str
+    request: Request,
+    fake: NamedDependency[FakeGitHub],
+    org: FromPath[str],
+    team: FromPath[str],
+    login: FromPath[str],
 ) -> Response[dict[str, object]]:
     if _bearer_user(request, fake) is None:
         return _UNAUTHORIZED
@@ -149,7 +156,7 @@ def _membership(
 
 
 @get("/_fake/identity", sync_to_thread=False)
-def _identity(request: Request, fake: FakeGitHub) -> Response[str]:
+def _identity(request: Request, fake: NamedDependency[FakeGitHub]) -> Response[str]:
     q = request.query_params
     login = q.get("login") or fake.user.login
     try:
@@ -224,9 +231,7 @@ def serve_asgi_in_thread(app: object, sock: socket.socket | None = None) -> Iter
     server = uvicorn.Server(
         uvicorn.Config(app, log_level="warning", lifespan="auto")  # type: ignore[arg-type]
     )
-    thread = threading.Thread(
-        target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True
-    )
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
     thread.start()
     for _ in range(1000):
         if server.started or not thread.is_alive():

@@ -7,14 +7,16 @@ Source upload lives in :mod:`hq_apps.web.source_upload`, job pages in
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote, unquote
 
 from litestar import Request, Response, get, post
-from litestar.datastructures import FormMultiDict
+from litestar.datastructures import Cookie, FormMultiDict
 from litestar.di import NamedDependency
 from litestar.params import FromPath
 
 from hq_apps.web import forms
 from hq_apps.web.context import FORM_LIMIT, Session, WebContext, page_session, post_session
+from hq_apps.web.job_lines import parse_enqueue_box
 from hq_apps.web.render import error_page, page, redirect
 from hq_domain.errors import HqError
 from hq_domain.ids import is_id
@@ -23,6 +25,7 @@ from hq_domain.projects import ClaimOrder, IdentityMode, ProjectStatus, ProjectS
 from hq_domain.users import Role
 
 JOBS_PER_PAGE = 100
+FLASH_COOKIE = "saveweb_hq_flash"
 PROJECT_NOT_FOUND = "Project not found"
 CHOICES = {
     "statuses": [s.value for s in ProjectStatus],
@@ -59,13 +62,14 @@ def _submitted(form: FormMultiDict) -> dict[str, str]:
 
 async def admin_home(
     web: WebContext, session: Session, *, status: int = 200, error: str | None = None,
-    values: dict[str, str] | None = None,
+    values: dict[str, str] | None = None, request: Request | None = None,
 ) -> Response[bytes]:
     projects = await web.store.list_projects()
+    notice, cookies = take_flash(request) if request is not None else (None, [])
     return page(
         web.env, "admin.html", status=status, user=session.user, csrf=session.csrf,
         projects=projects, error=error, form={**project_form_values(None), **(values or {})},
-        **CHOICES,
+        notice=notice, cookies=cookies, **CHOICES,
     )
 
 
@@ -74,7 +78,7 @@ async def admin_index(request: Request, web: NamedDependency[WebContext]) -> Res
     session = await page_session(request, web, Role.ADMIN)
     if isinstance(session, Response):
         return session
-    return await admin_home(web, session)
+    return await admin_home(web, session, request=request)
 
 
 @post("/admin/projects", request_max_body_size=FORM_LIMIT)
@@ -107,6 +111,61 @@ def _parse_after(raw: str | None) -> int:
         return 0
 
 
+MAX_BACK = 50  # cursors remembered for "Previous" (then only "First page")
+
+
+def _parse_back(raw: str | None) -> list[int]:
+    """The cursors of the pages before this one, oldest first (``back=0,100,200``)."""
+    out = []
+    for part in (raw or "").split(",")[-MAX_BACK:]:
+        if part.isdigit() and len(part) <= 19:
+            out.append(int(part))
+    return out
+
+
+def _page_url(project_id: str, after: int, back: list[int], status: str | None) -> str:
+    """Keyset pages only know "after job N"; the cursors behind us ride in ``back`` so
+    "Previous" needs no backwards query."""
+    query = []
+    if after:
+        query.append(f"after_job_id={after}")
+    if back:
+        query.append("back=" + ",".join(str(b) for b in back[-MAX_BACK:]))
+    if status:
+        query.append(f"status={status}")
+    return f"/admin/projects/{project_id}" + ("?" + "&".join(query) if query else "")
+
+
+def pager(project_id: str, after: int, back: list[int], status: str | None,
+          next_after: int | None) -> dict[str, str | None]:  # fmt: skip
+    """First / Previous / Next links of the jobs table (None where there is no such page)."""
+    prev = None
+    if after:
+        prev_after = back[-1] if back else 0
+        prev = _page_url(project_id, prev_after, back[:-1], status)
+    return {
+        "first": _page_url(project_id, 0, [], status) if after else None,
+        "prev": prev,
+        "next": _page_url(project_id, next_after, [*back, after], status) if next_after else None,
+    }
+
+
+def flash_cookie(message: str, secure: bool) -> Cookie:
+    """A one-shot message for the next ``/admin`` page (the redirect target stays the spec's
+    plain ``/admin``). HttpOnly, 60 s; shown escaped, so a forged one can only show text."""
+    return Cookie(key=FLASH_COOKIE, value=quote(message[:200]), path="/admin", max_age=60,
+                  httponly=True, samesite="lax", secure=secure)  # fmt: skip
+
+
+def take_flash(request: Request) -> tuple[str | None, list[Cookie]]:
+    raw = request.cookies.get(FLASH_COOKIE)
+    if not raw:
+        return None, []
+    gone = Cookie(key=FLASH_COOKIE, value="", path="/admin", max_age=0, httponly=True,
+                  samesite="lax")  # fmt: skip
+    return unquote(raw)[:200], [gone]
+
+
 async def project_page(
     request: Request, web: WebContext, session: Session, project_id: str, *,
     status: int = 200, error: str | None = None, extra: dict[str, Any] | None = None,
@@ -116,16 +175,18 @@ async def project_page(
         return error_page(web.env, 404, PROJECT_NOT_FOUND, user=session.user, csrf=session.csrf)
     q = request.query_params
     after = _parse_after(q.get("after_job_id"))
+    back = [b for b in _parse_back(q.get("back")) if b < after]
     job_status = q.get("status")
     filt = JobStatus(job_status) if job_status in CHOICES["job_statuses"] else None
     jobs = await web.store.list_jobs(project_id, filt, after, JOBS_PER_PAGE)
     context: dict[str, Any] = {
         "form": project_form_values(summary), "jobs_json": "", **(extra or {}),
     }
+    links = pager(project_id, after, back, filt and filt.value, jobs.next_after_job_id)
     return page(
         web.env, "project.html", status=status, user=session.user, csrf=session.csrf,
         summary=summary, jobs=jobs, after=after, job_filter=filt and filt.value, error=error,
-        **context, **CHOICES,
+        pages=links, **context, **CHOICES,
     )
 
 
@@ -161,14 +222,46 @@ async def update_project(request: Request, web: NamedDependency[WebContext], pro
     return redirect(f"/admin/projects/{project_id}")
 
 
+def _confirm_page(
+    web: WebContext, session: Session, summary: ProjectSummary, *, status: int = 200,
+    error: str | None = None,
+) -> Response[bytes]:
+    return page(
+        web.env, "project_delete.html", status=status, user=session.user, csrf=session.csrf,
+        summary=summary, error=error,
+    )
+
+
+@get("/admin/projects/{project_id:str}/delete")
+async def confirm_delete_project(request: Request, web: NamedDependency[WebContext], project_id: FromPath[str]) -> Response[bytes]:
+    """The confirmation step before a delete: counts, and the project ID to type (no script:
+    the CSP allows none, so the confirmation is a page of its own)."""
+    session = await page_session(request, web, Role.ADMIN)
+    if isinstance(session, Response):
+        return session
+    summary = await web.store.get_project(project_id) if is_id(project_id) else None
+    if summary is None:
+        return error_page(web.env, 404, PROJECT_NOT_FOUND, user=session.user, csrf=session.csrf)
+    return _confirm_page(web, session, summary)
+
+
 @post("/admin/projects/{project_id:str}/delete", request_max_body_size=FORM_LIMIT)
 async def delete_project(request: Request, web: NamedDependency[WebContext], project_id: FromPath[str]) -> Response[bytes]:
+    """Spec §5.4: delete → 303 ``/admin``. The dashboard's own form also sends
+    ``confirm_project_id`` (typed by hand), which must then match."""
     gate = await post_session(request, web, Role.ADMIN)
     if isinstance(gate, Response):
         return gate
-    session, _ = gate
-    if not is_id(project_id) or await web.store.get_project(project_id) is None:
+    session, form = gate
+    summary = await web.store.get_project(project_id) if is_id(project_id) else None
+    if summary is None:
         return error_page(web.env, 404, PROJECT_NOT_FOUND, user=session.user, csrf=session.csrf)
+    typed = form.get("confirm_project_id")
+    if typed is not None and typed != project_id:
+        return _confirm_page(
+            web, session, summary, status=400,
+            error=f"Type the project ID {project_id} exactly to delete it; nothing was deleted.",
+        )
     try:
         await web.store.delete_project(project_id)
     except HqError as exc:
@@ -176,7 +269,9 @@ async def delete_project(request: Request, web: NamedDependency[WebContext], pro
             request, web, session, project_id, status=400,
             error=f"Project deletion was rejected: {exc.message}",
         )
-    return redirect("/admin")
+    total = sum(summary.job_counts.as_dict().values())
+    notice = flash_cookie(f"Deleted project {project_id} and its {total:,} jobs.", web.secure)
+    return redirect("/admin", cookies=[notice])
 
 
 @post("/admin/projects/{project_id:str}/jobs", request_max_body_size=FORM_LIMIT)
@@ -185,12 +280,13 @@ async def enqueue_jobs(request: Request, web: NamedDependency[WebContext], proje
     if isinstance(gate, Response):
         return gate
     session, form = gate
-    if not is_id(project_id) or await web.store.get_project(project_id) is None:
+    summary = await web.store.get_project(project_id) if is_id(project_id) else None
+    if summary is None:
         return error_page(web.env, 404, PROJECT_NOT_FOUND, user=session.user, csrf=session.csrf)
     raw = form.get("jobs_json")
     raw = raw if isinstance(raw, str) else ""
     try:
-        specs = forms.job_batch(raw)
+        specs = parse_enqueue_box(raw, summary.project.identity_mode)
         try:
             await web.store.enqueue(project_id, specs)
         except HqError as exc:

@@ -27,15 +27,20 @@ PAGE_HEADERS = {
 _HERE = Path(__file__).parent
 
 
+EMPTY = "—"
+
+
 def format_ts(value: int | None) -> str:
-    """``<unix> (YYYY-MM-DD HH:MM:SS UTC)``; ``<nil>`` when absent (spec §5.1)."""
+    """ISO-8601 UTC (``2026-12-01T05:12:36Z``, as ``hqctl`` prints it); ``—`` when absent.
+
+    The reference shows ``<unix> (YYYY-MM-DD HH:MM:SS UTC)`` and ``<nil>`` (spec §5.1); the
+    page is for people, the API keeps the numbers (docs/web.md, "Display")."""
     if value is None:
-        return "<nil>"
+        return EMPTY
     try:
-        text = datetime.fromtimestamp(value, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        return datetime.fromtimestamp(value, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (OverflowError, OSError, ValueError):
         return str(value)
-    return f"{value} ({text} UTC)"
 
 
 def pretty_json(value: Any) -> str:

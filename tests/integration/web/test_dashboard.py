@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 
 from litestar.testing import AsyncTestClient
 
@@ -105,7 +106,9 @@ async def test_enqueue_json_batch(admin: AsyncTestClient, web: WebApp) -> None:
     for bad, text in [
         ("[]", "Job batch is invalid"),
         ("{}", "Job batch is invalid"),
-        ("not json", "Job batch is invalid"),
+        ("[not json", "Job batch is invalid"),
+        ("\n \n", "expected 1-256 values"),
+        ("https://a/\n" + "x" * 9000, "line 2"),
         (json.dumps([{"id": "c", "value": "x", "colour": 1}]), "unknown field"),
         (json.dumps([{"value": "no id"}]), "id is required for external_id projects"),
         (json.dumps([{"id": "z", "value": "x"}] * 257), "1-256"),
@@ -129,7 +132,8 @@ async def test_job_page_requeue_and_delete(admin: AsyncTestClient, web: WebApp) 
     path = f"/admin/projects/p/jobs/{job.job_id}"
     page = await admin.get(path)
     assert page.status_code == 200 and "failed" in page.text and "&lt;v&gt;" in page.text
-    assert f"{web.clock.now_ns() // 10**9} (" in page.text and " UTC)" in page.text
+    iso = datetime.fromtimestamp(web.clock.now_ns() // 10**9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert iso in page.text and "&lt;nil&gt;" not in page.text
     assert 'href="/admin/workers?worker_id=' not in page.text  # not WIP any more
     assert "Requeue" in page.text and "Delete job" in page.text
     csrf = csrf_of(page.text)
@@ -165,6 +169,78 @@ async def test_delete_project(admin: AsyncTestClient, web: WebApp) -> None:
     assert resp.status_code == 303 and resp.headers["location"] == "/admin"
     assert await web.store.get_project("gone") is None
     assert (await admin.get("/admin/projects/gone")).status_code == 404
+
+
+async def test_delete_project_asks_for_the_id_then_says_what_it_deleted(
+    admin: AsyncTestClient, web: WebApp
+) -> None:
+    await web.store.put_project("big", ProjectPut(status="active"))
+    await web.store.enqueue("big", [JobSpec(value=f"https://x/{i}", id=f"j{i}") for i in range(3)])
+    project = await admin.get("/admin/projects/big")
+    assert 'href="/admin/projects/big/delete"' in project.text  # a link to a confirm page
+    assert 'action="/admin/projects/big/delete"' not in project.text  # no one-click form
+    confirm = await admin.get("/admin/projects/big/delete")
+    assert confirm.status_code == 200 and "cannot be undone" in confirm.text
+    assert 'name="confirm_project_id"' in confirm.text and "<strong>3</strong> jobs" in confirm.text
+    assert (await admin.get("/admin/projects/nope/delete")).status_code == 404
+    csrf = csrf_of(confirm.text)
+    wrong = await admin.post(
+        "/admin/projects/big/delete", data={"csrf": csrf, "confirm_project_id": "bi"}
+    )
+    assert wrong.status_code == 400 and "nothing was deleted" in wrong.text
+    assert await web.store.get_project("big") is not None
+    done = await admin.post(
+        "/admin/projects/big/delete", data={"csrf": csrf, "confirm_project_id": "big"}
+    )
+    assert done.status_code == 303 and done.headers["location"] == "/admin"
+    assert await web.store.get_project("big") is None
+    listing = await admin.get("/admin")
+    assert "Deleted project big and its 3 jobs." in listing.text
+    assert "Deleted project" not in (await admin.get("/admin")).text  # shown once
+
+
+async def test_jobs_table_pages_and_short_ids(admin: AsyncTestClient, web: WebApp) -> None:
+    from hq_apps.web import project_pages
+
+    await web.store.put_project("p", ProjectPut(status="active"))
+    long_id = "j1_" + "ab" * 32
+    specs = [
+        JobSpec(value=f"https://example.org/{i}", id=f"{long_id[:-4]}{i:04d}") for i in range(250)
+    ]
+    await web.store.enqueue("p", specs)
+    first = await admin.get("/admin/projects/p")
+    assert f'title="{long_id[:-4]}0000"' in first.text  # full ID in the tooltip ...
+    assert f">{long_id[:10]}…" in first.text  # ... its ends in the cell
+    assert "‹ Previous</span>" in first.text  # no previous page on page 1
+    nxt = re.search(r'href="([^"]+)">Next ›', first.text)
+    assert nxt is not None
+    second = await admin.get(nxt.group(1).replace("&amp;", "&"))
+    prev = re.search(r'href="([^"]+)">‹ Previous', second.text)
+    nxt2 = re.search(r'href="([^"]+)">Next ›', second.text)
+    assert prev is not None and nxt2 is not None
+    assert prev.group(1) == "/admin/projects/p"
+    third = await admin.get(nxt2.group(1).replace("&amp;", "&"))
+    prev3 = re.search(r'href="([^"]+)">‹ Previous', third.text)
+    assert prev3 is not None
+    back = await admin.get(prev3.group(1).replace("&amp;", "&"))
+    assert back.text.count('class="value"') == project_pages.JOBS_PER_PAGE
+    assert ">jobs 101–200<" in back.text
+    assert "Next ›</span>" in third.text  # last page
+
+
+async def test_enqueue_plain_urls_one_per_line(admin: AsyncTestClient, web: WebApp) -> None:
+    from hq_domain.ids import default_job_id
+
+    await web.store.put_project("p", ProjectPut(status="active", identity_mode="external_id"))
+    csrf = await _csrf(admin)
+    text = "https://a.example/\r\n\n  https://b.example/  \n"
+    resp = await admin.post("/admin/projects/p/jobs", data={"jobs_json": text, "csrf": csrf})
+    assert resp.status_code == 303
+    jobs = (await web.store.list_jobs("p", None, 0, 10)).jobs
+    assert [(j.value, j.external_id) for j in jobs] == [
+        ("https://a.example/", default_job_id(None, "https://a.example/")),
+        ("https://b.example/", default_job_id(None, "https://b.example/")),
+    ]
 
 
 async def test_users_and_tokens(admin: AsyncTestClient, web: WebApp) -> None:

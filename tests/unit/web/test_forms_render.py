@@ -15,10 +15,10 @@ def _form(**fields: str) -> FormMultiDict:
     return FormMultiDict(fields)
 
 
-def test_timestamps_render_as_unix_and_utc() -> None:
-    assert format_ts(0) == "0 (1970-01-01 00:00:00 UTC)"
-    assert format_ts(1_700_000_000) == "1700000000 (2023-11-14 22:13:20 UTC)"
-    assert format_ts(None) == "<nil>"
+def test_timestamps_render_as_iso_8601_utc() -> None:
+    assert format_ts(0) == "1970-01-01T00:00:00Z"
+    assert format_ts(1_700_000_000) == "2023-11-14T22:13:20Z"
+    assert format_ts(None) == "—"
 
 
 def test_status_bar_is_proportional() -> None:
