@@ -34,7 +34,9 @@ def when(ts: int | None) -> str:
 
 
 def cell(value: Any, width: int = 60) -> str:
-    if value is None or value is msgspec.UNSET or value == [] or value == {}:
+    if value is None or value is msgspec.UNSET:
+        return EMPTY
+    if isinstance(value, str | list | tuple | dict) and not value:
         return EMPTY
     if isinstance(value, bool):
         return "yes" if value else "no"
