@@ -9,8 +9,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-import zstandard
 
+from hq_adapters.sourcefile.pack import pack_values
+from hq_domain.projects import IdentityMode
 from tests.browser.conftest import LiveHQ
 
 pytestmark = pytest.mark.browser
@@ -22,6 +23,20 @@ SHOTS = (
     else Path(tempfile.gettempdir()) / "savewebhq-screenshots"
 )
 VERSION = "browser-test/1"
+VIEWPORT = {"width": 1440, "height": 900}
+SOURCE_JOBS = 50_000  # a realistic project: the screenshots must read well at this size
+
+
+def _realistic_urls(n: int) -> bytes:
+    """URLs shaped like a real crawl frontier: long paths, slugs and query strings."""
+    sections = ["news/world", "sport/football", "video/clips", "blog/2024/05", "tv/shows"]
+    lines = []
+    for i in range(n):
+        section = sections[i % len(sections)]
+        slug = f"article-{i:06d}-{'the-quick-brown-fox-jumps'[: 8 + i % 17]}"
+        query = f"?ref=feed&page={i % 40}" if i % 3 == 0 else ""
+        lines.append(f"https://www.example-news.org/{section}/{slug}.html{query}")
+    return ("\n".join(lines) + "\n").encode()
 
 
 def _shot(page, name: str) -> None:  # type: ignore[no-untyped-def]
@@ -48,7 +63,7 @@ def _worker_api(hq: LiveHQ, token: str, path: str, body: dict[str, object]) -> d
 
 def test_admin_and_worker_walkthrough(browser, live_hq: LiveHQ, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     hq = live_hq
-    admin_ctx = browser.new_context(viewport={"width": 1280, "height": 860})
+    admin_ctx = browser.new_context(viewport=VIEWPORT)
     page = admin_ctx.new_page()
 
     # Login page, then sign in as a team member.
@@ -79,24 +94,29 @@ def test_admin_and_worker_walkthrough(browser, live_hq: LiveHQ, tmp_path: Path) 
     assert "todo 12" in page.inner_text(".legend").replace("\n", " ")
     page.goto(hq.url + "/admin/projects/demo")
 
-    # Enqueue a JSON batch (one bad attempt first: the form keeps the text and shows the error).
+    # Enqueue a JSON batch (one bad attempt first: the form keeps the text and shows the error),
+    # then plain URLs one per line (each gets its stable j1_ ID).
     page.fill("#jobs_json", '[{"value": "https://example.org/"}]')
     page.get_by_role("button", name="Enqueue").click()
     assert "id is required for external_id projects" in page.inner_text(".flash.error")
-    jobs = [{"id": f"page-{i}", "value": f"https://example.org/page/{i}", "attr": {"depth": i}} for i in range(5)]
+    jobs = [{"id": f"page-{i}", "value": f"https://example.org/page/{i}", "attr": {"depth": i}} for i in range(3)]
     page.fill("#jobs_json", json.dumps(jobs))
+    page.get_by_role("button", name="Enqueue").click()
+    page.fill("#jobs_json", "https://example.org/about\nhttps://example.org/contact\n")
     page.get_by_role("button", name="Enqueue").click()
     assert page.url == hq.url + "/admin/projects/demo"
     assert page.locator("table.jobs tbody tr").count() == 5
 
-    # Upload a source file.
-    source = tmp_path / "jobs.jsonl.zst"
-    lines = "".join(json.dumps({"id": f"src-{i}", "value": f"https://example.net/{i}"}) + "\n" for i in range(40))
-    source.write_bytes(zstandard.ZstdCompressor().compress(lines.encode()))
+    # Upload a source file of 50,000 URLs, packed as `source pack` does (j1_ IDs).
+    urls = tmp_path / "urls.txt"
+    urls.write_bytes(_realistic_urls(SOURCE_JOBS))
+    source = tmp_path / "demo.jobs.jsonl.zst"
+    with urls.open("rb") as reader:
+        assert pack_values(reader, str(source), IdentityMode.EXTERNAL_ID) == SOURCE_JOBS
     page.set_input_files("#source_file", str(source))
     page.get_by_role("button", name="Import").click()
     assert page.url == hq.url + "/admin/projects/demo"
-    assert "todo 45" in page.inner_text(".legend").replace("\n", " ")
+    assert f"todo {SOURCE_JOBS + 5}" in page.inner_text(".legend").replace("\n", " ")
 
     # Users: create a worker robot and rotate its token (shown once on the result page).
     page.get_by_role("link", name="Users").click()
@@ -130,6 +150,17 @@ def test_admin_and_worker_walkthrough(browser, live_hq: LiveHQ, tmp_path: Path) 
     _shot(page, "admin-projects")
     page.get_by_role("link", name="demo").click()
     _shot(page, "project")
+    # A j1_ ID is shortened in the table, whole in the tooltip; VALUE keeps the width.
+    cell = page.locator("table.jobs td.ext-id code[title^='j1_']").first
+    assert len(cell.get_attribute("title") or "") == 67 and "…" in cell.inner_text()
+    value_box = page.locator("table.jobs td.value").nth(10).bounding_box()
+    assert value_box is not None and value_box["width"] > 400, value_box
+    first_range = page.inner_text(".pager")
+    page.get_by_role("link", name="Next ›").click()
+    assert page.inner_text(".pager") != first_range
+    _shot(page, "project-page-2")
+    page.get_by_role("link", name="‹ Previous").click()
+    assert page.inner_text(".pager") == first_range
 
     # Open the completed job, then the failed one and requeue it.
     page.goto(f"{hq.url}/admin/projects/demo/jobs/{done['job_id']}")
@@ -145,9 +176,19 @@ def test_admin_and_worker_walkthrough(browser, live_hq: LiveHQ, tmp_path: Path) 
     assert "robot-2" in page.inner_text("table")
     _shot(page, "workers")
 
+    # Deleting a project takes a confirmation page where the ID is typed, then says what went.
+    page.goto(hq.url + "/admin/projects/backlog-2025")
+    page.get_by_role("link", name="Delete backlog-2025…").click()
+    page.fill("#confirm_project_id", "backlog-2025")
+    _shot(page, "delete-confirm")
+    page.get_by_role("button", name="Delete backlog-2025 and its jobs").click()
+    assert page.url == hq.url + "/admin"
+    assert "Deleted project backlog-2025 and its 12 jobs." in page.inner_text(".flash.ok")
+    _shot(page, "deleted")
+
     # A new GitHub user registers and waits.
     hq.github.set_identity(2002, "newbie")
-    newbie_ctx = browser.new_context(viewport={"width": 1280, "height": 860})
+    newbie_ctx = browser.new_context(viewport=VIEWPORT)
     newbie = _sign_in(newbie_ctx.new_page(), hq)
     assert "Worker registration" in newbie.inner_text("h1")
     assert "pending" in newbie.inner_text("body")
