@@ -130,6 +130,9 @@ class Job:
     created_at: int
     updated_at: int
     completed_at: int | None
+    # The worker of the last attempt that ended (completed, failed or expired); not part of
+    # AdminJob (worker_id is only kept while WIP, spec §2.1): the dashboard shows it.
+    last_worker_id: str | None = None
 
     @property
     def effective_type(self) -> str:

@@ -168,6 +168,7 @@ def test_admin_and_worker_walkthrough(browser, live_hq: LiveHQ, tmp_path: Path) 
     _shot(page, "job-done")
     page.goto(f"{hq.url}/admin/projects/demo/jobs/{failed['job_id']}")
     assert "upstream broke" in page.inner_text("body")
+    assert "Failed by\trobot-1" in page.inner_text("dl.kv") or "Failed by\nrobot-1" in page.inner_text("dl.kv")
     _shot(page, "job-failed")
     page.get_by_role("button", name="Requeue").click()
     assert page.locator("h1 .pill").inner_text() == "todo"

@@ -100,6 +100,7 @@ class ExpiryContract:
         assert c["reset_exhausted"] == 2 and c["wip"] == 0
         for j in (await store.list_jobs("p2", None, 0, 10)).jobs:
             assert j.reset_count == 1 and j.completed_at is None and j.updated_at == now_s(clock)
+            assert j.worker_id is None and j.last_worker_id == "w1"  # whose lease ran out
         assert await store.sweep_expired(100) == 0
 
     async def test_sweep_expired_lets_a_project_be_deleted(self, store, clock):

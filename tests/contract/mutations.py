@@ -12,6 +12,7 @@ from tests.contract.helpers import (
     OTHER_WORKER,
     OUTCOME,
     RECEIPT,
+    WORKER,
     WORKER_USER,
     claim,
     complete,
@@ -47,6 +48,7 @@ class MutationContract:
         ja = await store.get_job("p1", a.job_id)
         assert ja.status is JobStatus.DONE
         assert (ja.attempt_id, ja.worker_id, ja.lease_expires_at) == (None, None, None)
+        assert ja.last_worker_id == WORKER
         assert ja.outcome == OUTCOME.to_json()
         assert ja.artifact_receipts == [RECEIPT.to_json()]
         assert ja.completed_at == ja.updated_at == now_s(clock)
@@ -122,6 +124,7 @@ class MutationContract:
         assert j.execution_error == ERROR.to_json()
         assert j.outcome is None and j.artifact_receipts == []
         assert (j.attempt_id, j.worker_id, j.lease_expires_at) == (None, None, None)
+        assert j.last_worker_id == WORKER  # who failed it (dashboard; not on the wire)
 
     @pytest.mark.parametrize(("max_resets", "todo_rounds"), [(3, 3), (0, 0), (1, 1)])
     async def test_retryable_fail_arithmetic(self, store, clock, max_resets, todo_rounds):

@@ -56,6 +56,7 @@ class MJob:
     artifact_receipts: list[dict[str, Any]] | None = field(default_factory=list)
     execution_error: dict[str, Any] | None = None
     completed_at: int | None = None
+    last_worker_id: str | None = None
 
 
 @dataclass
@@ -223,6 +224,7 @@ class Model:
     def expire(self, p: MProject, j: MJob, now_s: int) -> None:
         j.reset_count += 1
         j.status = "reset_exhausted" if j.reset_count > p.max_resets else "todo"
+        j.last_worker_id = j.worker_id
         j.attempt_id = j.worker_id = j.lease_expires_at = None
         j.updated_at = now_s
 
@@ -303,6 +305,7 @@ class Model:
                 j.lease_expires_at = max(j.lease_expires_at or 0, now_s + payload)
                 out.append((True, "wip", now_s + payload))
                 continue
+            j.last_worker_id = j.worker_id
             j.attempt_id = j.worker_id = j.lease_expires_at = None
             if op == "complete":
                 j.status, (j.outcome, j.artifact_receipts) = "done", payload

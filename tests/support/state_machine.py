@@ -388,12 +388,13 @@ def make_state_machine(factory: StoreFactory) -> type[RuleBasedStateMachine]:
                 mj.status, mj.attempt_id, mj.worker_id, mj.lease_expires_at, mj.reset_count,
                 mj.outcome, mj.artifact_receipts, mj.execution_error, mj.completed_at,
                 mj.created_at, mj.updated_at, mj.random_key, mj.value, mj.external_id, mj.spec,
+                mj.last_worker_id,
             )
             actual = (
                 row.status.value, row.attempt_id, row.worker_id, row.lease_expires_at,
                 row.reset_count, row.outcome, row.artifact_receipts, row.execution_error,
                 row.completed_at, row.created_at, row.updated_at, row.random_key, row.value,
-                row.external_id, row.spec,
+                row.external_id, row.spec, row.last_worker_id,
             )
             assert actual == expected, f"job {row.job_id}: store {actual} != model {expected}"
 

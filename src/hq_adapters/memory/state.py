@@ -152,6 +152,8 @@ class MemoryState:
 
 
 def clear_attempt(job: Job) -> None:
+    """End the attempt (complete, fail or expiry), remembering whose it was."""
+    job.last_worker_id = job.worker_id
     job.attempt_id = None
     job.worker_id = None
     job.lease_expires_at = None

@@ -117,6 +117,7 @@ def job(r: asyncpg.Record) -> Job:
         created_at=r["created_at"],
         updated_at=r["updated_at"],
         completed_at=r["completed_at"],
+        last_worker_id=r["last_worker_id"],
     )
 
 

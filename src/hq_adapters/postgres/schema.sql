@@ -78,6 +78,7 @@ CREATE TABLE tracker_jobs (
     completed_at bigint,
     artifact_receipts jsonb,
     random_key integer NOT NULL,
+    last_worker_id text,  -- 0004: the worker of the last finished or expired attempt (dashboard)
     CHECK ((status = 'wip' AND attempt_id IS NOT NULL AND worker_id IS NOT NULL
             AND lease_expires_at IS NOT NULL)
         OR (status <> 'wip' AND attempt_id IS NULL AND worker_id IS NULL

@@ -134,7 +134,8 @@ async def test_job_page_requeue_and_delete(admin: AsyncTestClient, web: WebApp) 
     assert page.status_code == 200 and "failed" in page.text and "&lt;v&gt;" in page.text
     iso = datetime.fromtimestamp(web.clock.now_ns() // 10**9, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     assert iso in page.text and "&lt;nil&gt;" not in page.text
-    assert 'href="/admin/workers?worker_id=' not in page.text  # not WIP any more
+    # Not WIP any more (worker_id is null), but the page says which worker failed it.
+    assert '<dt>Failed by</dt><dd><a href="/admin/workers?worker_id=worker-7">worker-7</a>' in page.text
     assert "Requeue" in page.text and "Delete job" in page.text
     csrf = csrf_of(page.text)
     resp = await admin.post(path + "/requeue", data={"csrf": csrf})

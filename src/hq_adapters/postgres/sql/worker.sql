@@ -30,7 +30,7 @@ WITH expired AS (
 UPDATE tracker_jobs j
 SET status = CASE WHEN j.reset_count + 1 > $4 THEN 'reset_exhausted' ELSE 'todo' END,
     reset_count = j.reset_count + 1,
-    attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL, updated_at = $2
+    attempt_id = NULL, worker_id = NULL, last_worker_id = j.worker_id, lease_expires_at = NULL, updated_at = $2
 FROM expired e
 WHERE j.job_id = e.job_id
 
@@ -47,7 +47,7 @@ WITH expired AS (
 UPDATE tracker_jobs j
 SET status = CASE WHEN j.reset_count + 1 > p.max_resets THEN 'reset_exhausted' ELSE 'todo' END,
     reset_count = j.reset_count + 1,
-    attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL, updated_at = $1
+    attempt_id = NULL, worker_id = NULL, last_worker_id = j.worker_id, lease_expires_at = NULL, updated_at = $1
 FROM expired e, tracker_projects p
 WHERE j.job_id = e.job_id AND p.id = j.project_id
 
@@ -150,7 +150,7 @@ WITH input AS (
     FOR UPDATE OF j
 ), done AS (
     UPDATE tracker_jobs j
-    SET status = 'done', attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL,
+    SET status = 'done', attempt_id = NULL, worker_id = NULL, last_worker_id = j.worker_id, lease_expires_at = NULL,
         outcome = f.outcome::jsonb, artifact_receipts = f.receipts::jsonb,
         execution_error = NULL, updated_at = $7, completed_at = $7
     FROM firsts f
@@ -189,7 +189,7 @@ WITH input AS (
             WHEN NOT f.retryable OR j.reset_count + 1 > p.max_resets THEN $7
             ELSE NULL END,
         execution_error = f.error::jsonb,
-        attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL, updated_at = $7
+        attempt_id = NULL, worker_id = NULL, last_worker_id = j.worker_id, lease_expires_at = NULL, updated_at = $7
     FROM firsts f, tracker_projects p
     WHERE p.id = $1 AND j.job_id = ANY (ARRAY(SELECT job_id FROM locked_failed))
       AND j.job_id = f.job_id AND j.attempt_id = f.attempt_id AND j.worker_id = $2

@@ -47,7 +47,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      ),
      done AS (
         UPDATE tracker_jobs j
-        SET status = 'done', attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL,
+        SET status = 'done', attempt_id = NULL, worker_id = NULL, last_worker_id = j.worker_id, lease_expires_at = NULL,
             outcome = f.outcome::jsonb, artifact_receipts = f.receipts::jsonb,
             execution_error = NULL, updated_at = $7, completed_at = $7
         FROM firsts f
@@ -103,7 +103,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
                 WHEN NOT f.retryable OR j.reset_count + 1 > ok.max_resets THEN $7
                 ELSE NULL END,
             execution_error = f.error::jsonb,
-            attempt_id = NULL, worker_id = NULL, lease_expires_at = NULL, updated_at = $7
+            attempt_id = NULL, worker_id = NULL, last_worker_id = j.worker_id, lease_expires_at = NULL, updated_at = $7
         FROM firsts f, ok
         WHERE j.job_id = ANY (ARRAY(SELECT job_id FROM locked_failed))
           AND j.job_id = f.job_id AND j.attempt_id = f.attempt_id AND j.worker_id = $2
