@@ -87,6 +87,7 @@ def test_readme_quick_start_runs_as_written(tmp_path: Path) -> None:
         # source pack's summary, enqueue-source's JSON, the worker's progress, the counts
         assert "packed 1000 jobs" in client.stderr
         assert '"jobs":1000' in client.stdout
+        assert "imported 1000 jobs into demo: 1000 new" in client.stderr
         assert "queue drained: completed" in client.stderr
         assert "todo=0 wip=0 done=1000 failed=0" in client.stdout, client.stdout
         _dashboard_shows_demo(url)

@@ -320,7 +320,7 @@ def test_admin_commands(admin, conn, capsys) -> None:
     assert run(["tokens", "get", "--user-id", "w1", *conn]) == 1
     assert "machine token not found" in capsys.readouterr().err
     assert run(["users", "delete", "--user-id", "w1", *conn]) == 0
-    assert run(["projects", "delete", "--project-id", "adm", *conn]) == 0
+    assert run(["projects", "delete", "--project-id", "adm", "--yes", *conn]) == 0
     assert run(["projects", "get", "--project-id", "adm", *conn]) == 1
 
 

@@ -230,8 +230,8 @@ def enqueue(
         "inserted": inserted,
         "batches": batches,
     }
+    # stderr carries exactly the spec's progress lines (§4.2 step 6); nothing is added here.
     sys.stdout.write(msgspec.json.encode(summary).decode() + "\n")
-    _summary_line(project_id, submitted, inserted)
 
 
 def _chunks(reader: BinaryIO) -> Iterator[bytes]:

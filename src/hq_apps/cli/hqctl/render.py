@@ -100,6 +100,14 @@ def project_detail(p: wire.ProjectSummary) -> str:
     ])  # fmt: skip
 
 
+def short_id(value: Any) -> Any:
+    """A 67-character j1_ ID shortened to its ends for tables (``jobs get`` or ``--json`` show
+    it whole), so VALUE keeps the width."""
+    if isinstance(value, str) and len(value) > 24:
+        return f"{value[:12]}…{value[-6:]}"
+    return value
+
+
 def counts_text(c: wire.JobCounts) -> str:
     total = c.todo + c.wip + c.done + c.failed + c.reset_exhausted
     return (f"{total} jobs: todo={c.todo} wip={c.wip} done={c.done} failed={c.failed} "
@@ -107,9 +115,9 @@ def counts_text(c: wire.JobCounts) -> str:
 
 
 def job_rows(jobs: Sequence[wire.AdminJob]) -> str:
-    headers = ["job_id", "status", "type", "resets", "id", "value", "updated_at"]
-    rows = [[j.job_id, j.status, j.type, j.reset_count, j.id, j.value, when(j.updated_at)]
-            for j in jobs]  # fmt: skip
+    headers = ["job_id", "status", "type", "resets", "value", "id", "updated_at"]
+    rows = [[j.job_id, j.status, j.type, j.reset_count, j.value, short_id(j.id),
+             when(j.updated_at)] for j in jobs]  # fmt: skip
     return table(headers, rows)
 
 
