@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -91,6 +92,15 @@ def test_readme_quick_start_runs_as_written(tmp_path: Path) -> None:
         assert "queue drained: completed" in client.stderr
         assert "todo=0 wip=0 done=1000 failed=0" in client.stdout, client.stdout
         _dashboard_shows_demo(url)
+        # The database URL tracker dev prints is the one tracker monitor needs.
+        dsn = re.search(r"export HQ_DATABASE_URL=(\S+)", banner)
+        assert dsn is not None
+        monitor = subprocess.run(
+            ["tracker", "monitor", "--json"], cwd=work, text=True, capture_output=True,
+            env={**env, "HQ_DATABASE_URL": shlex.split(dsn.group(1))[0]}, timeout=120,
+        )  # fmt: skip
+        assert monitor.returncode == 0, monitor.stderr
+        assert '"done": 1000' in monitor.stdout, monitor.stdout[:2000]
     finally:
         os.killpg(server.pid, signal.SIGINT)
         server.wait(timeout=60)

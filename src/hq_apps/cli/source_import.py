@@ -153,6 +153,7 @@ def enqueue_source_command(
         Maximum number of jobs in the file.
     """
     from hq_apps.cli.common import CliError
+    from hq_apps.cli.dberrors import DATABASE_ERRORS
     from hq_domain.ids import is_id
 
     url = database_url or os.environ.get("HQ_DATABASE_URL", "")
@@ -168,6 +169,8 @@ def enqueue_source_command(
         result = asyncio.run(_enqueue_source(url, project_id, input, max_jobs))
     except SourceImportFailed as exc:
         raise CliError(f"enqueue-source: {exc}") from None
+    except DATABASE_ERRORS:
+        raise  # a refused database connection is an OSError too: not "open FILE" (dberrors)
     except OSError as exc:
         raise CliError(f"enqueue-source: open {input}: {exc.strerror or exc}") from None
     log.info(

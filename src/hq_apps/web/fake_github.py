@@ -176,7 +176,15 @@ async def serve(fake: FakeGitHub, sock: socket.socket) -> None:
     import uvicorn
 
     config = uvicorn.Config(fake.app(), log_level="warning", lifespan="off")
-    await uvicorn.Server(config).serve(sockets=[sock])
+    server = uvicorn.Server(config)
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        # Cancelled, uvicorn skips its shutdown and leaves the listening socket registered
+        # with the event loop; once the caller closes it, a later socket reusing the fd
+        # number made the loop fail (epoll ENOENT). Closing the server unregisters it.
+        for listener in getattr(server, "servers", []):
+            listener.close()
 
 
 DEV_GITHUB_ID = 1  # signs in as user gh_1

@@ -172,3 +172,13 @@ def test_port_in_use_is_one_clear_line() -> None:
         with pytest.raises(OSError, match=rf"cannot listen on 127.0.0.1:{port}: .*--listen"):
             check_listen("127.0.0.1", port)
     check_listen("127.0.0.1", port)  # free again
+
+
+def test_enqueue_source_blames_the_database_not_the_file(tmp_path, capsys) -> None:
+    source = tmp_path / "demo.jobs.jsonl.zst"
+    source.write_bytes(b"")
+    url = f"postgresql://postgres@127.0.0.1:{free_port()}/hq"
+    argv = ["enqueue-source", "--database-url", url, "--project-id", "demo", "--input", str(source)]
+    assert tracker.run(argv) == 1
+    doc = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
+    assert doc["error"].startswith("cannot connect to the database at postgres@127.0.0.1:")
