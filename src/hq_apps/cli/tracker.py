@@ -52,6 +52,8 @@ app = App(
 )
 
 DatabaseUrl = Annotated[str, Parameter(env_var="HQ_DATABASE_URL")]
+DatabasePooler = Annotated[str, Parameter(env_var="HQ_DATABASE_POOLER")]
+Processes = Annotated[int, Parameter(env_var="HQ_PROCESSES")]
 Listen = Annotated[str, Parameter(env_var="HQ_LISTEN")]
 PublicUrl = Annotated[str, Parameter(env_var="HQ_PUBLIC_URL")]
 GithubClientId = Annotated[str, Parameter(env_var="HQ_GITHUB_CLIENT_ID")]
@@ -93,10 +95,20 @@ def parse_roles(text: str) -> list[Role]:
     return roles
 
 
-async def _with_store(database_url: str, action):  # type: ignore[no-untyped-def]
+def _pooler(text: str) -> str:
+    from hq_adapters.postgres import parse_pooler
+
+    try:
+        return str(parse_pooler(text))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
+async def _with_store(database_url: str, action, pooler: str = "none"):  # type: ignore[no-untyped-def]
     clock = SystemClock()
     store = await wiring.open_store(
-        Settings(database_url=database_url, pool_min=1, pool_max=2), clock
+        Settings(database_url=database_url, database_pooler=pooler, pool_min=1, pool_max=2),
+        clock,
     )
     try:
         return await action(store)
@@ -111,6 +123,7 @@ def bootstrap_user(
     user_id: str = "",
     roles: str = "worker",
     machine_token_file: str = "",
+    pooler: DatabasePooler = "none",
 ) -> None:
     """Create or update an active user with exactly ROLES and install the file's token."""
     if not database_url:
@@ -121,7 +134,11 @@ def bootstrap_user(
     if not machine_token_file:
         raise CliError("bootstrap-user: --machine-token-file is required")
     token = read_secret_file(machine_token_file)
-    asyncio.run(_with_store(database_url, lambda s: s.bootstrap_user(user_id, role_list, token)))
+    asyncio.run(
+        _with_store(
+            database_url, lambda s: s.bootstrap_user(user_id, role_list, token), _pooler(pooler)
+        )
+    )
     log.info("user bootstrapped", extra={"fields": {"user_id": user_id, "roles": role_list}})
 
 
@@ -139,6 +156,7 @@ def put_project(
     max_resets: int = 3,
     recommended_lease_seconds: int = 300,
     client_versions: str = "",
+    pooler: DatabasePooler = "none",
 ) -> None:
     """Create or fully replace a project's settings (same semantics as PUT project)."""
     if not database_url:
@@ -155,7 +173,9 @@ def put_project(
         recommended_lease_seconds=recommended_lease_seconds,
         client_versions=versions,
     )
-    summary = asyncio.run(_with_store(database_url, lambda s: s.put_project(project_id, put)))
+    summary = asyncio.run(
+        _with_store(database_url, lambda s: s.put_project(project_id, put), _pooler(pooler))
+    )
     log.info(
         "project saved",
         extra={
@@ -213,17 +233,40 @@ def serve(
     web_session_secret_file: WebSecretFile = "",
     oauth_admin_org: AdminOrg = "",
     oauth_admin_team: AdminTeam = "",
+    pooler: DatabasePooler = "none",
+    processes: Processes = 1,
 ) -> None:
-    """Serve the tracker API (and the dashboard when web administration is configured)."""
+    """Serve the tracker API (and the dashboard when web administration is configured).
+
+    Parameters
+    ----------
+    pooler
+        ``none`` (HQ_DATABASE_URL is PostgreSQL itself) or ``transaction`` (it is PgBouncer or
+        another transaction-mode pooler).
+    processes
+        Server processes sharing the port, each with its own connection pool (up to 16).
+    """
+    from hq_apps.processes import MAX_PROCESSES, serve_processes
+
     host, port = parse_listen(listen or ":8080")
     if not database_url:
         raise CliError("serve: --database-url or HQ_DATABASE_URL is required")
+    if not 1 <= processes <= MAX_PROCESSES:
+        raise CliError(f"serve: --processes must be between 1 and {MAX_PROCESSES}")
     web = web_settings(
         public_url, github_client_id, github_client_secret_file,
         web_session_secret_file, oauth_admin_org, oauth_admin_team,
     )  # fmt: skip
-    settings = Settings(listen=listen, database_url=database_url, web=web)
-    wiring.run(wiring.serve(settings, host, port))
+    settings = Settings(
+        listen=listen, database_url=database_url, database_pooler=_pooler(pooler),
+        processes=processes, web=web,
+    )  # fmt: skip
+    if processes == 1:
+        wiring.run(wiring.serve(settings, host, port))
+        return
+    # metrics=: the metrics settings (when they exist) decide; see hq_apps.processes.
+    if serve_processes(settings, host, port, metrics=False) != 0:
+        raise CliError("serve: a server process failed")
 
 
 @app.command
