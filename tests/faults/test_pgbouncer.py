@@ -176,11 +176,11 @@ async def test_trackers_behind_pgbouncer_transaction_mode(
         trackers = [Tracker(url, tmp_path, f"t{i}").spawn(POOLED) for i in range(TRACKERS)]
         for t in trackers:
             t.wait_ready(60)
-        async with httpx.AsyncClient(
-            # keep-alive shorter than the server's 60 s idle timeout: no reuse-while-closing race
-            limits=httpx.Limits(max_connections=WORKERS + 16, max_keepalive_connections=WORKERS,
-                                keepalive_expiry=20),  # fmt: skip
-        ) as client:
+        # Keep-alive shorter than the server's 60 s idle timeout: no reuse-while-closing race.
+        limits = httpx.Limits(
+            max_connections=WORKERS + 16, max_keepalive_connections=WORKERS, keepalive_expiry=20
+        )
+        async with httpx.AsyncClient(limits=limits) as client:
             for t in trackers:
                 assert (await client.get(t.url + "/readyz")).status_code == 200
             run = Run([t.url for t in trackers])
