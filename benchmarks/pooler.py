@@ -1,7 +1,8 @@
 """``uv run python -m benchmarks.pooler``: processes and the PgBouncer hop, measured interleaved.
 
-Configurations (each its own fresh ``scale_bench_*`` database on the system PostgreSQL, all
-servers up for the whole run, so the rounds interleave A, B, C, … A, B, C):
+Configurations (each its own fresh ``scale_bench_*`` database on the system PostgreSQL; one
+server at a time, started for its run and stopped after it, so a shared PostgreSQL's
+``max_connections`` only ever carries one configuration; runs interleave A, B, C, … C, B, A):
 
 * ``p1`` / ``p2``: ``tracker serve --processes 1|2`` direct to PostgreSQL;
 * ``pgb-p1`` / ``pgb-p2``: the same with ``HQ_DATABASE_POOLER=transaction`` through a PgBouncer
@@ -29,7 +30,7 @@ import statistics
 import subprocess
 import sys
 import time
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,7 +116,11 @@ async def _server(cfg: Config, dsn: str, workdir: Path):  # type: ignore[no-unty
                                 env={**os.environ, **extra}, cwd=env.REPO_ROOT)  # fmt: skip
     try:
         await env._wait_healthy("127.0.0.1", port, proc, timeout=60)
-        await asyncio.sleep(2 if cfg.processes > 1 else 0)  # every child up
+        deadline = time.monotonic() + 60
+        while cfg.processes > 1 and b"tracker processes started" not in log_path.read_bytes():
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError(f"{cfg.label}: the processes did not start")
+            await asyncio.sleep(0.1)
         yield proc, port
     finally:
         if proc.poll() is None:
@@ -196,32 +201,31 @@ async def main(argv: list[str]) -> None:
     try:
         with env.workdir() as tmp:
             workdir = Path(tmp)
-            async with AsyncExitStack() as stack:
-                targets = {}
-                for cfg in configs:
-                    db = _create_db(admin_dsn)
-                    await admin.execute(f'CREATE DATABASE "{db}"')
-                    dbs.append(db)
-                    direct = env.with_database(admin_dsn, db)
-                    token = "hq_" + secrets.token_urlsafe(32)
-                    _prepare(cfg.command, direct, workdir, token)
-                    url = bouncer.url(db) if cfg.pooled else direct
-                    proc, port = await stack.enter_async_context(_server(cfg, url, workdir))
-                    targets[cfg.label] = (db, Target("127.0.0.1", port, token, proc.pid))
-                cells = [(int(b), int(w)) for b in args.batches.split(",")
-                         for w in args.workers.split(",")]  # fmt: skip
-                for rnd in range(args.rounds):
-                    for b, w in cells:
-                        jobs = args.jobs_b1 if b == 1 else args.jobs_b16
-                        order = configs if rnd % 2 == 0 else list(reversed(configs))
-                        for cfg in order:
-                            db, target = targets[cfg.label]
+            prepared = {}
+            for cfg in configs:
+                db = _create_db(admin_dsn)
+                await admin.execute(f'CREATE DATABASE "{db}"')
+                dbs.append(db)
+                direct = env.with_database(admin_dsn, db)
+                token = "hq_" + secrets.token_urlsafe(32)
+                _prepare(cfg.command, direct, workdir, token)
+                prepared[cfg.label] = (db, bouncer.url(db) if cfg.pooled else direct, token)
+            cells = [(int(b), int(w)) for b in args.batches.split(",")
+                     for w in args.workers.split(",")]  # fmt: skip
+            for rnd in range(args.rounds):
+                for b, w in cells:
+                    jobs = args.jobs_b1 if b == 1 else args.jobs_b16
+                    order = configs if rnd % 2 == 0 else list(reversed(configs))
+                    for cfg in order:
+                        db, url, token = prepared[cfg.label]
+                        async with _server(cfg, url, workdir) as (proc, port):
+                            target = Target("127.0.0.1", port, token, proc.pid)
                             spec = scenario.Spec(batch=b, workers=w, jobs=jobs)
                             r = await _one(admin, cfg, db, target, spec)
-                            r["round"] = rnd
-                            r["load"] = env.load_average()
-                            results.append(r)
-                            print(json.dumps(r), flush=True)
+                        r["round"] = rnd
+                        r["load"] = env.load_average()
+                        results.append(r)
+                        print(json.dumps(r), flush=True)
     finally:
         bouncer.stop()
         for db in dbs:

@@ -54,6 +54,7 @@ app = App(
 DatabaseUrl = Annotated[str, Parameter(env_var="HQ_DATABASE_URL")]
 DatabasePooler = Annotated[str, Parameter(env_var="HQ_DATABASE_POOLER")]
 Processes = Annotated[int, Parameter(env_var="HQ_PROCESSES")]
+PoolMax = Annotated[int, Parameter(env_var="HQ_DATABASE_POOL_MAX")]
 Listen = Annotated[str, Parameter(env_var="HQ_LISTEN")]
 PublicUrl = Annotated[str, Parameter(env_var="HQ_PUBLIC_URL")]
 GithubClientId = Annotated[str, Parameter(env_var="HQ_GITHUB_CLIENT_ID")]
@@ -235,6 +236,7 @@ def serve(
     oauth_admin_team: AdminTeam = "",
     pooler: DatabasePooler = "none",
     processes: Processes = 1,
+    pool_max: PoolMax = 16,
 ) -> None:
     """Serve the tracker API (and the dashboard when web administration is configured).
 
@@ -244,7 +246,10 @@ def serve(
         ``none`` (HQ_DATABASE_URL is PostgreSQL itself) or ``transaction`` (it is PgBouncer or
         another transaction-mode pooler).
     processes
-        Server processes sharing the port, each with its own connection pool (up to 16).
+        Server processes sharing the port, each with its own connection pool.
+    pool_max
+        Connections per process at most (2 are kept open); the deployment needs
+        replicas × processes × pool_max of PostgreSQL's (or PgBouncer's) connections.
     """
     from hq_apps.processes import MAX_PROCESSES, serve_processes
 
@@ -253,13 +258,15 @@ def serve(
         raise CliError("serve: --database-url or HQ_DATABASE_URL is required")
     if not 1 <= processes <= MAX_PROCESSES:
         raise CliError(f"serve: --processes must be between 1 and {MAX_PROCESSES}")
+    if not 1 <= pool_max <= 1000:
+        raise CliError("serve: --pool-max must be between 1 and 1000")
     web = web_settings(
         public_url, github_client_id, github_client_secret_file,
         web_session_secret_file, oauth_admin_org, oauth_admin_team,
     )  # fmt: skip
     settings = Settings(
         listen=listen, database_url=database_url, database_pooler=_pooler(pooler),
-        processes=processes, web=web,
+        processes=processes, pool_min=min(2, pool_max), pool_max=pool_max, web=web,
     )  # fmt: skip
     if processes == 1:
         wiring.run(wiring.serve(settings, host, port))
