@@ -43,15 +43,25 @@ async def drain(base: str, token: str, jobs: int, batch: int, workers: int,
     done: set[int] = set()
     limits = httpx.Limits(max_connections=workers + 4, keepalive_expiry=20)
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=30) as client:
-        r = await client.put(f"/api/v1/admin/projects/{project}", headers=admin, json={
-            "status": "active", "max_resets": 1000, "client_versions": [CLIENT_VERSION]})
-        r.raise_for_status()
+
+        async def admin_call(method: str, url: str, body: dict[str, Any]) -> None:
+            """Retried on 5xx (counted): a tracker failing behind the pooler fails here too."""
+            for _ in range(50):
+                r = await client.request(method, url, headers=admin, json=body)
+                statuses[r.status_code] += 1
+                if r.status_code < 500:
+                    break
+                await asyncio.sleep(0.05)
+            if r.status_code != 200:
+                raise RuntimeError(f"{method} {url}: {r.status_code} {r.text[:300]}")
+
+        await admin_call("PUT", f"/api/v1/admin/projects/{project}", {
+            "status": "active", "identity_mode": "none", "max_resets": 1000,
+            "client_versions": [CLIENT_VERSION]})  # fmt: skip
         for lo in range(0, jobs, 1000):
             vals = [{"value": f"https://example.org/{project}/{i}"}
                     for i in range(lo, min(jobs, lo + 1000))]  # fmt: skip
-            r = await client.post(f"/api/v1/admin/projects/{project}/jobs", headers=admin,
-                                  json={"jobs": vals})  # fmt: skip
-            r.raise_for_status()
+            await admin_call("POST", f"/api/v1/admin/projects/{project}/jobs", {"jobs": vals})
         path = f"/api/v1/projects/{project}/jobs/"
         deadline = time.monotonic() + timeout_s
 
