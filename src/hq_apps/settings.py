@@ -34,6 +34,11 @@ class WebSettings:
 class Settings:
     listen: str = ":8080"
     database_url: str | None = None
+    database_pooler: str = "none"
+    """``none`` (direct to PostgreSQL) or ``transaction`` (behind a transaction-mode pooler such
+    as PgBouncer: no startup parameters, no named prepared statements)."""
+    processes: int = 1
+    """Worker processes sharing the listening socket (``tracker serve --processes``)."""
     web: WebSettings | None = None
     pool_min: int = 2
     pool_max: int = 16

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 from collections.abc import Awaitable, Callable
 
 from hq_apps.settings import Settings
@@ -30,6 +31,7 @@ async def open_store(settings: Settings, clock: Clock) -> Store:
     return await connect(
         settings.database_url,
         clock,
+        pooler=settings.database_pooler,
         min_size=settings.pool_min,
         max_size=settings.pool_max,
         timeout=settings.db_connect_timeout_s,
@@ -72,8 +74,13 @@ async def serve(
     *,
     clock: Clock | None = None,
     on_started: Callable[[], Awaitable[None] | None] | None = None,
+    sock: socket.socket | None = None,
+    process_index: int | None = None,
 ) -> None:
-    """Open the store, serve until SIGINT/SIGTERM (10 s drain), close the store."""
+    """Open the store, serve until SIGINT/SIGTERM (10 s drain), close the store.
+
+    With ``sock`` (one of ``tracker serve --processes N``'s children) uvicorn accepts on that
+    already-listening socket instead of binding ``host:port``."""
     import uvicorn
 
     from hq_apps.api.app import create_app
@@ -98,14 +105,15 @@ async def serve(
             h11_max_incomplete_event_size=MAX_HEADER_BYTES,
         )
         server = uvicorn.Server(config)
-        log.info(
-            "tracker listening",
-            extra={"fields": {"listen": f"{host}:{port}", "web": settings.web is not None}},
-        )
+        sockets = None if sock is None else [sock]
+        fields: dict[str, object] = {"listen": f"{host}:{port}", "web": settings.web is not None}
+        if process_index is not None:
+            fields["process"] = process_index
+        log.info("tracker listening", extra={"fields": fields})
         if on_started is None:
-            await server.serve()
+            await server.serve(sockets)
         else:
-            task = asyncio.create_task(server.serve())
+            task = asyncio.create_task(server.serve(sockets))
             while not server.started and not task.done():
                 await asyncio.sleep(0.05)
             if server.started:

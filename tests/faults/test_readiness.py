@@ -6,6 +6,7 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
 from litestar.testing import AsyncTestClient
 
 from hq_adapters.memory import MemoryStore
@@ -64,3 +65,30 @@ def test_helper_mounts_missing_routes() -> None:
     app = ensure_optional_routes(create_app(Settings(sweep_interval_s=0), store), store)
     paths = {r.path for r in app.routes}
     assert "/readyz" in paths and any(p.endswith("/source") for p in paths)
+
+
+@pytest.mark.postgres
+async def test_readiness_runs_a_worker_statement_on_postgres(pg_dsn: str) -> None:
+    """The PostgreSQL probe (what /readyz awaits) is the worker gate, a token and project
+    lookup, through the request pool: a lock that blocks worker authentication makes it fail
+    in bounded time even though project reads (the old trivial probe) still succeed."""
+    import asyncpg
+
+    from hq_adapters.postgres import connect
+    from hq_apps.api.readiness import database_ready
+    from hq_domain.clock import SystemClock
+
+    store = await connect(pg_dsn, SystemClock(), min_size=1, max_size=4)
+    blocker = await asyncpg.connect(pg_dsn)
+    try:
+        assert await database_ready(store, 1.0)
+        async with blocker.transaction():
+            await blocker.execute("LOCK TABLE tracker_machine_tokens IN ACCESS EXCLUSIVE MODE")
+            assert await store.gate_project("p") is None  # the old probe would pass
+            t0 = time.monotonic()
+            assert not await database_ready(store, 0.5)
+            assert time.monotonic() - t0 < 1.5
+        assert await database_ready(store, 1.0)
+    finally:
+        await blocker.close()
+        await store.close()

@@ -1,5 +1,10 @@
 """Numbered migrations, applied in one transaction under the reference's advisory lock.
 
+The lock is ``pg_advisory_xact_lock``: transaction-scoped, released by COMMIT/ROLLBACK, so
+migrating through a transaction-mode pooler (PgBouncer) holds nothing across transactions, and
+replicas starting together still apply each migration once. :func:`migrate_dsn` uses unnamed
+statements and no startup parameter, so ``tracker migrate`` works direct or through a pooler.
+
 Our versions are recorded in the reference's own ``tracker_schema_migrations(version bigint,
 applied_at bigint)`` as ``VERSION_BASE + n`` so they never collide with the versions the
 reference implementation recorded there (D7: a reference-created database keeps its history
@@ -63,7 +68,9 @@ async def migrate(conn: asyncpg.Connection, now_s: int) -> list[str]:
 
 
 async def migrate_dsn(dsn: str, now_s: int) -> list[str]:
-    conn = await asyncpg.connect(dsn)
+    from hq_adapters.postgres.store import one_shot_options
+
+    conn = await asyncpg.connect(dsn, **one_shot_options())
     try:
         return await migrate(conn, now_s)
     finally:

@@ -1,21 +1,82 @@
-"""The asyncpg implementation of :class:`hq_domain.ports.Store`."""
+"""The asyncpg implementation of :class:`hq_domain.ports.Store`, and how its pool connects.
+
+Two connection modes (``pooler``):
+
+* ``"none"`` (direct to PostgreSQL, the default): ``plan_cache_mode = force_custom_plan`` is
+  sent as a startup parameter and asyncpg caches named prepared statements per connection
+  (parse once, plan every execution with the actual batch).
+* ``"transaction"`` (behind PgBouncer or another transaction-mode pooler): a server connection
+  belongs to us only for one transaction, so nothing may live in the session. No startup
+  parameter beyond what PgBouncer accepts, and ``statement_cache_size=0``: asyncpg then sends
+  every statement as the *unnamed* prepared statement (Parse/Describe/Flush, Bind/Execute/Sync
+  on the same server connection). PostgreSQL builds a new plan source for every Parse and plans
+  the first executions of a plan source with the actual parameters, so each execution gets a
+  custom plan — the protection ``force_custom_plan`` buys in direct mode, kept without any
+  session setting (``tests/integration/test_pooler_modes.py`` checks both modes' plans).
+
+A direct-mode pool that finds itself behind a pooler fails at start-up with a
+:class:`PoolerMismatch` naming the fix, instead of serving 500s: PgBouncer refuses the startup
+parameter, and if it was told to ignore it, every new connection checks that the setting
+arrived.
+"""
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 import asyncpg
 
 from hq_adapters.postgres.admin import AdminMixin
 from hq_adapters.postgres.enqueue import EnqueueMixin
+from hq_adapters.postgres.queries import q
 from hq_adapters.postgres.users import UsersMixin
 from hq_adapters.postgres.web import WebMixin
 from hq_adapters.postgres.worker import WorkerMixin
 from hq_domain.clock import Clock
+from hq_domain.ids import machine_token_digest
+
+PLAN_CACHE_MODE = "force_custom_plan"
+_PROBE_TOKEN = machine_token_digest("hq-readiness-probe-not-a-token")
+_PROBE_PROJECT = "readyz-probe"
+POOLER_ENV = "HQ_DATABASE_POOLER"
+
+
+class Pooler(enum.StrEnum):
+    NONE = "none"
+    TRANSACTION = "transaction"
+
+
+def parse_pooler(text: str | None) -> Pooler:
+    """``""``/``none``/``direct`` → direct; ``transaction`` → transaction-mode pooler."""
+    value = (text or "none").strip().lower()
+    if value in ("", "none", "direct"):
+        return Pooler.NONE
+    if value == "transaction":
+        return Pooler.TRANSACTION
+    raise ValueError(f'unknown database pooler "{text}" (want "none" or "transaction")')
+
+
+class PoolerMismatch(RuntimeError):
+    """A direct-mode pool is talking to a connection pooler."""
+
+
+_HINT = (
+    f"set {POOLER_ENV}=transaction (or --pooler transaction) when HQ_DATABASE_URL points at "
+    "PgBouncer or another connection pooler"
+)
 
 
 class PostgresStore(WorkerMixin, AdminMixin, EnqueueMixin, UsersMixin, WebMixin):
     """Every port over one asyncpg pool; time comes only from the injected clock."""
+
+    async def ping(self, timeout_s: float) -> None:
+        """Run the first statement of every worker request (the token and project gate)
+        through the pool, exactly as a request would: same connections, same prepared or
+        unnamed statement path. Raises on failure; cancelled server-side after ``timeout_s``."""
+        await self._pool.fetchrow(
+            q("worker_gate"), _PROBE_TOKEN, _PROBE_PROJECT, timeout=timeout_s
+        )
 
 
 async def keep_session(conn: asyncpg.Connection) -> None:
@@ -26,14 +87,50 @@ async def keep_session(conn: asyncpg.Connection) -> None:
     """
 
 
-async def connect(dsn: str, clock: Clock, **pool_kwargs: Any) -> PostgresStore:
+async def check_direct(conn: asyncpg.Connection) -> None:
+    """Pool ``init`` in direct mode: the startup parameter must have arrived. A pooler told to
+    ignore it (PgBouncer's ``ignore_startup_parameters``) would otherwise let every request
+    fail later on prepared statements that live on another server connection."""
+    mode = await conn.fetchval("SELECT current_setting('plan_cache_mode')")
+    if mode != PLAN_CACHE_MODE:
+        raise PoolerMismatch(
+            f"the database session has plan_cache_mode={mode}, not the {PLAN_CACHE_MODE} this "
+            f"pool asked for at connect time: a connection pooler dropped it; {_HINT}"
+        )
+
+
+def pool_options(pooler: Pooler, overrides: dict[str, Any]) -> dict[str, Any]:
+    """asyncpg ``create_pool`` options for a connection mode (``overrides`` win)."""
+    if pooler is Pooler.TRANSACTION:
+        return {"statement_cache_size": 0, **overrides}
+    # Plan every execution with its actual batch: a generic plan estimates unnest($n) at a
+    # handful of rows and turns the batch UPDATEs into items × items nested loops at large B.
+    options: dict[str, Any] = {"server_settings": {"plan_cache_mode": PLAN_CACHE_MODE}}
+    if "server_settings" not in overrides:
+        options["init"] = check_direct
+    return {**options, **overrides}
+
+
+def one_shot_options() -> dict[str, Any]:
+    """Options for a single-connection command (migrate, monitor, prune): no startup parameter
+    and unnamed statements only, so it runs the same direct or through a transaction pooler
+    (its statements are few; re-parsing them costs nothing measurable)."""
+    return {"statement_cache_size": 0}
+
+
+async def connect(
+    dsn: str, clock: Clock, *, pooler: Pooler | str = Pooler.NONE, **pool_kwargs: Any
+) -> PostgresStore:
     """A store over a new pool (``close()`` closes it). Migrations are run separately."""
+    mode = parse_pooler(pooler) if isinstance(pooler, str) else pooler
     store_kwargs = {
         k: pool_kwargs.pop(k) for k in ("claim_sweep_limit",) if k in pool_kwargs
     }
     pool_kwargs.setdefault("reset", keep_session)
-    # Plan every execution with its actual batch: a generic plan estimates unnest($n) at a
-    # handful of rows and turns the batch UPDATEs into items × items nested loops at large B.
-    pool_kwargs.setdefault("server_settings", {"plan_cache_mode": "force_custom_plan"})
-    pool = await asyncpg.create_pool(dsn, **pool_kwargs)
+    try:
+        pool = await asyncpg.create_pool(dsn, **pool_options(mode, pool_kwargs))
+    except asyncpg.ProtocolViolationError as exc:
+        if "startup parameter" in str(exc):
+            raise PoolerMismatch(f"{exc}: {_HINT}") from exc
+        raise
     return PostgresStore(pool, clock, **store_kwargs)

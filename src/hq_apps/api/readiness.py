@@ -1,9 +1,12 @@
-"""``GET /readyz``: readiness, i.e. "this process can reach its database right now".
+"""``GET /readyz``: readiness, i.e. "this process can serve a worker request right now".
 
 ``/healthz`` stays liveness-only (it never touches the store, so an orchestrator does not
-restart a healthy process during a database outage); ``/readyz`` runs one trivial,
-bounded-time store read and answers 503 with the standard error envelope when it fails or
-hangs, so a load balancer can take the replica out of rotation until the database is back.
+restart a healthy process during a database outage); ``/readyz`` runs, with a short timeout,
+the statement every worker request starts with (the PostgreSQL store's ``ping``: the token and
+project gate, through the request pool and the same prepared or unnamed statement path) and
+answers 503 with the standard error envelope when it fails or hangs, so a load balancer can
+take the replica out of rotation until the database path works again. A trivial ``SELECT 1``
+would not do: behind a misconfigured pooler it succeeds while every worker statement fails.
 """
 
 from __future__ import annotations
@@ -28,15 +31,17 @@ _PROBE_PROJECT = "readyz-probe"
 
 
 async def database_ready(store: Any, timeout_s: float = READY_TIMEOUT_S) -> bool:
-    """One trivial query through the store (a ``ping()`` if the adapter has one, else a
-    single-row project lookup), abandoned after ``timeout_s``.
+    """The store's ``ping(timeout_s)`` if the adapter has one (PostgreSQL: a worker
+    statement), else a single-row project lookup; abandoned after ``timeout_s``.
 
     Not ``asyncio.wait_for``: it waits for the cancelled probe to finish, and a cancelled
     asyncpg query first sends a cancel request over a new connection — against a database
     that has stopped answering that takes as long as the connect timeout (a minute).
     """
     ping = getattr(store, "ping", None)
-    probe = asyncio.ensure_future(ping() if callable(ping) else store.gate_project(_PROBE_PROJECT))
+    probe = asyncio.ensure_future(
+        ping(timeout_s) if callable(ping) else store.gate_project(_PROBE_PROJECT)
+    )
     probe.add_done_callback(_retrieve)
     done, _ = await asyncio.wait({probe}, timeout=timeout_s)
     if not done:
@@ -62,7 +67,7 @@ def readiness_handler(store: Any, timeout_s: float = READY_TIMEOUT_S) -> HTTPRou
     @get(
         "/readyz",
         **op(
-            "Readiness (database reachable)",
+            "Readiness (a worker statement succeeds on the database)",
             ["meta"],
             None,
             HealthOut,

@@ -21,6 +21,7 @@ from typing import Annotated, Any
 import asyncpg
 from cyclopts import Parameter
 
+from hq_adapters.postgres.store import one_shot_options
 from hq_apps.cli.ops_logs import read_log_stats
 from hq_apps.cli.ops_render import JOB_STATUSES, render_text
 
@@ -144,7 +145,7 @@ def _worker_row(r: asyncpg.Record) -> dict[str, Any]:
 async def monitor_report(
     database_url: str, *, now_s: int, window_s: int, bucket_window_s: int, log_file: Path | None
 ) -> dict[str, Any]:
-    conn = await asyncpg.connect(database_url)
+    conn = await asyncpg.connect(database_url, **one_shot_options())
     try:
         async with conn.transaction(readonly=True, isolation="repeatable_read"):
             report = await collect(conn, now_s, window_s, bucket_window_s)
@@ -157,19 +158,22 @@ async def monitor_report(
 
 
 async def prune_buckets(conn: asyncpg.Connection, cutoff_ms: int) -> int:
-    """Delete bucket rows that started before ``cutoff_ms``, one project per transaction."""
+    """Delete bucket rows that started before ``cutoff_ms``, one project per transaction.
+
+    The statement timeout is ``SET LOCAL`` inside each transaction (not a session setting), so
+    this also runs through a transaction-mode pooler."""
     deleted = 0
     for r in await conn.fetch(QUERIES["project_ids"]):
-        status = await conn.execute(QUERIES["prune_project_buckets"], r["id"], cutoff_ms)
+        async with conn.transaction():
+            await conn.execute(f"SET LOCAL statement_timeout = {PRUNE_STATEMENT_TIMEOUT_MS}")
+            status = await conn.execute(QUERIES["prune_project_buckets"], r["id"], cutoff_ms)
         deleted += int(status.rsplit(" ", 1)[-1])
     return deleted
 
 
 async def prune_report(database_url: str, *, now_s: int, older_than_s: int) -> dict[str, Any]:
     cutoff_ms = (now_s - older_than_s) * 1000
-    conn = await asyncpg.connect(
-        database_url, server_settings={"statement_timeout": str(PRUNE_STATEMENT_TIMEOUT_MS)}
-    )
+    conn = await asyncpg.connect(database_url, **one_shot_options())
     try:
         deleted = await prune_buckets(conn, cutoff_ms)
     finally:

@@ -116,12 +116,12 @@ async def import_source(
 
 
 async def _enqueue_source(
-    database_url: str, project_id: str, path: str, max_jobs: int
+    database_url: str, project_id: str, path: str, max_jobs: int, pooler: str = "none"
 ) -> ImportResult:
     from hq_adapters.postgres import connect
     from hq_domain.clock import SystemClock
 
-    store = await connect(database_url, SystemClock(), min_size=1, max_size=2)
+    store = await connect(database_url, SystemClock(), pooler=pooler, min_size=1, max_size=2)
     try:
         return await import_source(
             store, project_id, path, max_jobs=max_jobs, max_uncompressed=TRACKER_MAX_UNCOMPRESSED
@@ -136,6 +136,7 @@ def enqueue_source_command(
     project_id: str = "",
     input: str = "",
     max_jobs: int = TRACKER_MAX_JOBS,
+    pooler: str | None = None,
 ) -> None:
     """Import a jobs-jsonl-zstd-v1 file straight into a project's database (no HTTP).
 
@@ -151,6 +152,8 @@ def enqueue_source_command(
         The jobs-jsonl-zstd-v1 file.
     max_jobs
         Maximum number of jobs in the file.
+    pooler
+        ``none`` (direct) or ``transaction`` (default: $HQ_DATABASE_POOLER).
     """
     from hq_apps.cli.common import CliError
     from hq_apps.cli.dberrors import DATABASE_ERRORS
@@ -166,7 +169,8 @@ def enqueue_source_command(
     if max_jobs < 1:
         raise CliError("enqueue-source: --max-jobs must be positive")
     try:
-        result = asyncio.run(_enqueue_source(url, project_id, input, max_jobs))
+        mode = pooler or os.environ.get("HQ_DATABASE_POOLER", "")
+        result = asyncio.run(_enqueue_source(url, project_id, input, max_jobs, mode))
     except SourceImportFailed as exc:
         raise CliError(f"enqueue-source: {exc}") from None
     except DATABASE_ERRORS:

@@ -62,6 +62,18 @@ app = App(
 DatabaseUrl = Annotated[
     str, Parameter(env_var="HQ_DATABASE_URL", help="PostgreSQL URL (postgresql://user@host/db).")
 ]
+DatabasePooler = Annotated[
+    str,
+    Parameter(env_var="HQ_DATABASE_POOLER",
+              help="none (the URL is PostgreSQL) or transaction (it is PgBouncer or another "
+                   "transaction-mode pooler)."),
+]  # fmt: skip
+Processes = Annotated[
+    int, Parameter(env_var="HQ_PROCESSES", help="Server processes sharing the port.")
+]
+PoolMax = Annotated[
+    int, Parameter(env_var="HQ_DATABASE_POOL_MAX", help="Database connections per process at most.")
+]
 Listen = Annotated[str, Parameter(env_var="HQ_LISTEN", help="Address to listen on, host:port.")]
 PublicUrl = Annotated[
     str, Parameter(env_var="HQ_PUBLIC_URL", help="Public origin of the dashboard (web only).")
@@ -125,10 +137,20 @@ def parse_roles(text: str) -> list[Role]:
     return roles
 
 
-async def _with_store(database_url: str, action):  # type: ignore[no-untyped-def]
+def _pooler(text: str) -> str:
+    from hq_adapters.postgres import parse_pooler
+
+    try:
+        return str(parse_pooler(text))
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+
+
+async def _with_store(database_url: str, action, pooler: str = "none"):  # type: ignore[no-untyped-def]
     clock = SystemClock()
     store = await wiring.open_store(
-        Settings(database_url=database_url, pool_min=1, pool_max=2), clock
+        Settings(database_url=database_url, database_pooler=pooler, pool_min=1, pool_max=2),
+        clock,
     )
     try:
         return await action(store)
@@ -143,6 +165,7 @@ def bootstrap_user(
     user_id: str = "",
     roles: str = "worker",
     machine_token_file: str = "",
+    pooler: DatabasePooler = "none",
 ) -> None:
     """Create or update an active user with exactly ROLES and install the file's token.
 
@@ -163,7 +186,11 @@ def bootstrap_user(
     if not machine_token_file:
         raise CliError("bootstrap-user: --machine-token-file is required")
     token = read_secret_file(machine_token_file)
-    asyncio.run(_with_store(database_url, lambda s: s.bootstrap_user(user_id, role_list, token)))
+    asyncio.run(
+        _with_store(
+            database_url, lambda s: s.bootstrap_user(user_id, role_list, token), _pooler(pooler)
+        )
+    )
     log.info("user bootstrapped", extra={"fields": {"user_id": user_id, "roles": role_list}})
 
 
@@ -181,6 +208,7 @@ def put_project(
     max_resets: int = 3,
     recommended_lease_seconds: int = 300,
     client_versions: str = "",
+    pooler: DatabasePooler = "none",
 ) -> None:
     """Create or fully replace a project's settings (same semantics as PUT project).
 
@@ -229,7 +257,9 @@ def put_project(
         recommended_lease_seconds=recommended_lease_seconds,
         client_versions=versions,
     )
-    summary = asyncio.run(_with_store(database_url, lambda s: s.put_project(project_id, put)))
+    summary = asyncio.run(
+        _with_store(database_url, lambda s: s.put_project(project_id, put), _pooler(pooler))
+    )
     log.info(
         "project saved",
         extra={
@@ -287,21 +317,49 @@ def serve(
     web_session_secret_file: WebSecretFile = "",
     oauth_admin_org: AdminOrg = "",
     oauth_admin_team: AdminTeam = "",
+    pooler: DatabasePooler = "none",
+    processes: Processes = 1,
+    pool_max: PoolMax = 16,
 ) -> None:
     """Serve the tracker API (and the dashboard when web administration is configured).
 
     Does not migrate: run 'tracker migrate' first. Setting any of the six web flags turns the
     dashboard on and then all six are required.
+
+    Parameters
+    ----------
+    pooler
+        ``none`` (HQ_DATABASE_URL is PostgreSQL itself) or ``transaction`` (it is PgBouncer or
+        another transaction-mode pooler).
+    processes
+        Server processes sharing the port, each with its own connection pool.
+    pool_max
+        Connections per process at most (2 are kept open); the deployment needs
+        replicas × processes × pool_max of PostgreSQL's (or PgBouncer's) connections.
     """
+    from hq_apps.processes import MAX_PROCESSES, serve_processes
+
     host, port = parse_listen(listen or ":8080")
     if not database_url:
         raise CliError("serve: --database-url or HQ_DATABASE_URL is required")
+    if not 1 <= processes <= MAX_PROCESSES:
+        raise CliError(f"serve: --processes must be between 1 and {MAX_PROCESSES}")
+    if not 1 <= pool_max <= 1000:
+        raise CliError("serve: --pool-max must be between 1 and 1000")
     web = web_settings(
         public_url, github_client_id, github_client_secret_file,
         web_session_secret_file, oauth_admin_org, oauth_admin_team,
     )  # fmt: skip
-    settings = Settings(listen=listen, database_url=database_url, web=web)
-    wiring.run(wiring.serve(settings, host, port))
+    settings = Settings(
+        listen=listen, database_url=database_url, database_pooler=_pooler(pooler),
+        processes=processes, pool_min=min(2, pool_max), pool_max=pool_max, web=web,
+    )  # fmt: skip
+    if processes == 1:
+        wiring.run(wiring.serve(settings, host, port))
+        return
+    # metrics=: the metrics settings (when they exist) decide; see hq_apps.processes.
+    if serve_processes(settings, host, port, metrics=False) != 0:
+        raise CliError("serve: a server process failed")
 
 
 @app.command

@@ -1,0 +1,215 @@
+"""``tracker serve --processes N``: N server processes on one listening socket.
+
+The parent binds the socket once, then starts N children (``spawn``: fresh interpreters, no
+inherited event loop or pool) that each accept on the shared socket with their own uvicorn,
+app and asyncpg pool. The kernel hands each new connection to whichever child accepts first,
+so a busy child takes fewer.
+
+Lifecycle:
+
+* **Start-up**: every child must report "listening". A child that exits before that (bad
+  settings, database unreachable) stops the whole unit with exit status 1, like a single
+  process that cannot start.
+* **A child dies later** (crash, OOM kill): it is restarted on the same socket, and logged. More
+  than ``MAX_RESTARTS`` restarts within ``RESTART_WINDOW_S`` stop the unit with status 1, so a
+  crash loop surfaces to the orchestrator instead of spinning.
+* **SIGINT/SIGTERM** to the parent: SIGTERM to every child, each drains its in-flight requests
+  for up to ``SHUTDOWN_DRAIN_S`` (the same 10 s as one process), stragglers are killed
+  ``KILL_GRACE_S`` later; exit status 0.
+
+Background loops (the D2 lease sweep) run in every child, exactly as in several replicas: the
+sweep takes rows with ``FOR UPDATE SKIP LOCKED`` in one statement, so no row is reset twice.
+
+Metrics: with ``metrics=True`` and N > 1, ``PROMETHEUS_MULTIPROC_DIR`` is set to a fresh private
+(0700) directory before the children start (they inherit it) and removed on exit.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+from hq_apps.settings import Settings
+
+log = logging.getLogger("hq.tracker")
+
+MAX_PROCESSES = 64
+MAX_RESTARTS = 5
+RESTART_WINDOW_S = 60.0
+KILL_GRACE_S = 5.0
+START_TIMEOUT_S = 60.0
+POLL_S = 0.1
+METRICS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket (IPv6 when ``host`` is an IPv6 literal), inheritable by children."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def _child_main(settings: Settings, host: str, port: int, sock: socket.socket, index: int,
+                ready: Any) -> None:  # fmt: skip
+    """Entry point of one child (runs in a fresh interpreter)."""
+    from hq_apps import logging as hq_logging
+    from hq_apps import wiring
+
+    hq_logging.configure()
+    try:
+        wiring.run(wiring.serve(settings, host, port, sock=sock, on_started=ready.set,
+                                process_index=index))  # fmt: skip
+    except KeyboardInterrupt:
+        pass
+    except Exception as exc:
+        print(hq_logging.error_line(f"{type(exc).__name__}: {exc}"), file=sys.stderr, flush=True)
+        sys.exit(1)
+
+
+@dataclass
+class _Child:
+    index: int
+    process: BaseProcess
+    ready: Any
+
+
+@dataclass
+class Supervisor:
+    settings: Settings
+    host: str
+    port: int
+    metrics: bool = False
+    stop_requested: bool = False
+    children: list[_Child] = field(default_factory=list)
+    restarts: deque[float] = field(default_factory=deque)
+
+    def __post_init__(self) -> None:
+        self._ctx = multiprocessing.get_context("spawn")
+
+    def _start(self, sock: socket.socket, index: int) -> _Child:
+        ready = self._ctx.Event()
+        process = self._ctx.Process(
+            target=_child_main,
+            args=(self.settings, self.host, self.port, sock, index, ready),
+            name=f"hq-tracker-{index}",
+            daemon=False,
+        )
+        process.start()
+        return _Child(index, process, ready)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.stop_requested = True
+
+    def run(self) -> int:
+        """Serve until a signal (0) or an unrecoverable child failure (1)."""
+        n = self.settings.processes
+        sock = bind_socket(self.host, self.port)
+        metrics_dir = _metrics_dir() if self.metrics and n > 1 else None
+        previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self.children = [self._start(sock, i) for i in range(n)]
+            status = self._wait_started()
+            if status == 0:
+                log.info(
+                    "tracker processes started",
+                    extra={"fields": {"listen": f"{self.host}:{self.port}", "processes": n,
+                                      "pids": [c.process.pid for c in self.children]}},
+                )  # fmt: skip
+                status = self._supervise(sock)
+            return status
+        finally:
+            self._stop_all()
+            sock.close()
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+            if metrics_dir is not None:
+                shutil.rmtree(metrics_dir, ignore_errors=True)
+                os.environ.pop(METRICS_DIR_ENV, None)
+
+    def _wait_started(self) -> int:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not all(c.ready.is_set() for c in self.children):
+            if self.stop_requested:
+                return 0
+            for c in self.children:
+                if not c.ready.is_set() and not c.process.is_alive():
+                    log.error(
+                        "tracker process failed to start",
+                        extra={"fields": {"process": c.index, "exitcode": c.process.exitcode}},
+                    )
+                    return 1
+            if time.monotonic() > deadline:
+                log.error("tracker processes did not start in time")
+                return 1
+            time.sleep(POLL_S)
+        return 0
+
+    def _supervise(self, sock: socket.socket) -> int:
+        while not self.stop_requested:
+            for i, c in enumerate(self.children):
+                if c.process.is_alive():
+                    continue
+                now = time.monotonic()
+                while self.restarts and now - self.restarts[0] > RESTART_WINDOW_S:
+                    self.restarts.popleft()
+                fields = {"process": c.index, "pid": c.process.pid, "exitcode": c.process.exitcode}
+                if len(self.restarts) >= MAX_RESTARTS:
+                    log.error("tracker process exited; too many restarts, stopping",
+                              extra={"fields": fields})  # fmt: skip
+                    return 1
+                self.restarts.append(now)
+                log.error("tracker process exited; restarting", extra={"fields": fields})
+                self.children[i] = self._start(sock, c.index)
+            time.sleep(POLL_S)
+        return 0
+
+    def _stop_all(self) -> None:
+        """SIGTERM every live child (each drains like one process), then kill stragglers."""
+        from hq_apps.wiring import SHUTDOWN_DRAIN_S
+
+        for c in self.children:
+            if c.process.is_alive() and c.process.pid is not None:
+                os.kill(c.process.pid, signal.SIGTERM)
+        deadline = time.monotonic() + SHUTDOWN_DRAIN_S + KILL_GRACE_S
+        for c in self.children:
+            c.process.join(max(0.0, deadline - time.monotonic()))
+            if c.process.is_alive():
+                log.error("tracker process did not stop; killing",
+                          extra={"fields": {"process": c.index, "pid": c.process.pid}})  # fmt: skip
+                c.process.kill()
+                c.process.join(5)
+
+
+def _metrics_dir() -> str:
+    """A fresh private directory for prometheus_client's multiprocess files, exported to the
+    children through the environment (``mkdtemp`` creates it 0700)."""
+    path = tempfile.mkdtemp(prefix="hq-metrics-")
+    os.chmod(path, 0o700)
+    os.environ[METRICS_DIR_ENV] = path
+    return path
+
+
+def serve_processes(settings: Settings, host: str, port: int, *, metrics: bool = False) -> int:
+    """Run ``settings.processes`` server processes on one socket; returns the exit status."""
+    if not 1 <= settings.processes <= MAX_PROCESSES:
+        raise ValueError(f"processes must be between 1 and {MAX_PROCESSES}")
+    return Supervisor(settings, host, port, metrics=metrics).run()
