@@ -169,7 +169,15 @@ async def serve(fake: FakeGitHub, sock: socket.socket) -> None:
     import uvicorn
 
     config = uvicorn.Config(fake.app(), log_level="warning", lifespan="off")
-    await uvicorn.Server(config).serve(sockets=[sock])
+    server = uvicorn.Server(config)
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        # Cancelled, uvicorn skips its shutdown: its listening socket would stay registered
+        # with this event loop after the caller closes it, and the next socket given the same
+        # descriptor number fails in the selector (FileNotFoundError from epoll_ctl).
+        for listener in server.servers:
+            listener.close()
 
 
 def dev_web(public_url: str) -> tuple[FakeGitHub, WebSettings, socket.socket]:
