@@ -19,7 +19,6 @@ log = logging.getLogger("hq.tracker")
 
 MIGRATE_TIMEOUT_S = 30.0
 SHUTDOWN_DRAIN_S = 10
-MAX_HEADER_BYTES = 32 * 1024
 
 
 async def open_store(settings: Settings, clock: Clock) -> Store:
@@ -56,6 +55,7 @@ async def serve(
     import uvicorn
 
     from hq_apps.api.app import create_app
+    from hq_apps.api.header_limit import BoundedHttpToolsProtocol
 
     clock = clock or SystemClock()
     store = await open_store(settings, clock)
@@ -65,7 +65,7 @@ async def serve(
             app,
             host=host,
             port=port,
-            http="httptools",
+            http=BoundedHttpToolsProtocol,
             lifespan="on",
             log_config=None,
             access_log=False,
@@ -73,7 +73,6 @@ async def serve(
             date_header=True,
             timeout_keep_alive=60,
             timeout_graceful_shutdown=SHUTDOWN_DRAIN_S,
-            h11_max_incomplete_event_size=MAX_HEADER_BYTES,
         )
         server = uvicorn.Server(config)
         log.info(
