@@ -121,24 +121,38 @@ DEV_USER = "dev-admin"
 
 
 def _dev_token(path: str) -> str:
-    """Reuse ``./data/admin.token`` across runs; create it (mode 0600) the first time."""
+    """Reuse ``./data/admin.token`` across runs; create it (mode 0600) the first time.
+
+    A token file others could have read or replaced (group/other bits, another owner, a
+    symlink) is not reused: a new token is written in its place (and ``bootstrap_user`` makes
+    it the only valid one), so a copy someone took is worthless."""
     import os
 
+    from hq_apps.cli.secret_file import ExposedSecretFile, SecretFileError, read_private_file
     from hq_domain.ids import new_machine_token
 
     try:
-        with open(path, encoding="utf-8") as f:
-            token = f.read().strip()
+        token = read_private_file(path)
         if token:
-            os.chmod(path, 0o600)  # an admin credential: never readable by group or others
             return token
     except FileNotFoundError:
         pass
+    except ExposedSecretFile as exc:
+        log.warning("replacing an exposed dev token", extra={"fields": {"reason": str(exc)}})
+        print(f"warning: {exc}\n  a new token replaces it; the old one no longer works", flush=True)
+        os.unlink(path)
+    except SecretFileError as exc:
+        raise SystemExit(f"tracker dev: {exc}") from None
     token = new_machine_token()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(token + "\n")
-    os.chmod(path, 0o600)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # whatever the umask
+        os.write(fd, (token + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
     return token
 
 
