@@ -10,7 +10,8 @@ a normal request pays one comparison per socket read.
 
 The reference answers 431 above 1 MB (Go's default); this bound is lower, 64 KiB, which every
 real client stays far below. A request pipelined behind another's body in the same socket read
-is counted from the next read on, so its block is bounded by this limit plus one read (256 KiB).
+(or behind another's body on a kept-alive connection) in the same socket read is counted
+from the next read on, so its block is bounded by this limit plus one read (256 KiB).
 """
 
 from __future__ import annotations
@@ -31,34 +32,37 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with a header-block bound (``uvicorn.Config(http=...)``)."""
 
     _header_bytes = 0
-    _in_header_block = True
-
-    def on_message_begin(self) -> None:
-        super().on_message_begin()
-        self._in_header_block = True
+    _in_header_block = True  # the next bytes start (or continue) a request's header block
 
     def on_headers_complete(self) -> None:
         self._in_header_block = False
-        self._header_bytes = 0
         super().on_headers_complete()
 
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._in_header_block = True
+        self._header_bytes = 0
+
     def data_received(self, data: bytes) -> None:
-        if not self._in_header_block:
-            super().data_received(data)
-            return
-        view = memoryview(data)
-        while view and self._in_header_block:
+        if self._in_header_block:
             room = MAX_HEADER_BLOCK_BYTES - self._header_bytes
-            if room <= 0:
-                self._refuse()
+            if len(data) > room:
+                self._over_room(data, room)
                 return
-            piece, view = view[:room], view[room:]
-            self._header_bytes += len(piece)
-            super().data_received(bytes(piece))
+            self._header_bytes += len(data)
+        super().data_received(data)
+
+    def _over_room(self, data: bytes, room: int) -> None:
+        """Feed only what still fits; if the block has not ended by then, refuse it."""
+        if room > 0:
+            self._header_bytes += room
+            super().data_received(data[:room])
             if self.transport.is_closing():
                 return
-        if view:
-            super().data_received(bytes(view))
+        if self._in_header_block and self._header_bytes >= MAX_HEADER_BLOCK_BYTES:
+            self._refuse()
+            return
+        self.data_received(data[room:])
 
     def _refuse(self) -> None:
         self.logger.warning("request header block over %d bytes refused", MAX_HEADER_BLOCK_BYTES)

@@ -108,3 +108,21 @@ def test_keep_alive_requests_each_get_the_full_bound(server: tuple[str, int]) ->
             assert chunk, out
             out += chunk
         assert out.startswith(b"HTTP/1.1 200")
+
+
+def test_second_request_on_a_kept_alive_connection_is_bounded_too(server: tuple[str, int]) -> None:
+    one = _request(200, body=b"1").replace(b"connection: close", b"connection: keep-alive")
+    with socket.create_connection(server, timeout=10) as c:
+        c.sendall(one)
+        out = b""
+        while not (b"\r\n\r\n" in out and out.endswith(b"\r\n\r\n1")):
+            out += c.recv(65536)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            c.sendall(_request(4 << 20))
+        out = b""
+        while b"\r\n" not in out:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+        assert out.startswith(b"HTTP/1.1 431"), out[:100]
