@@ -18,6 +18,7 @@ from pathlib import Path
 
 import asyncpg
 import pytest
+
 from tests.support.databases import TestDatabases, with_database
 
 pytestmark = [pytest.mark.postgres, pytest.mark.timeout(240)]
