@@ -13,7 +13,7 @@ from typing import Any
 from jinja2 import Environment
 from litestar import Request, Response
 from litestar.datastructures import Cookie, FormMultiDict
-from litestar.exceptions import ClientException
+from litestar.exceptions import HTTPException
 
 from hq_apps.web import security
 from hq_apps.web.form_reader import FormRejected, FormStream
@@ -141,7 +141,7 @@ async def read_form(request: Request, stream: FormStream | None = None) -> FormM
     try:
         async with asyncio.timeout(READ_TIMEOUT_S):
             return await (stream or FormStream(request, body_limit=FORM_LIMIT)).finish()
-    except (FormRejected, TimeoutError, ClientException):
+    except (FormRejected, TimeoutError, HTTPException):
         return None
 
 

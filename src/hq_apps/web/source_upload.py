@@ -17,7 +17,7 @@ from typing import IO
 
 from litestar import Request, Response, post
 from litestar.di import NamedDependency
-from litestar.exceptions import ClientException
+from litestar.exceptions import HTTPException
 from litestar.params import FromPath
 
 from hq_apps.cli.source_import import SourceImportFailed, SourceInput, import_source
@@ -82,7 +82,7 @@ async def upload_source(request: Request, web: NamedDependency[WebContext], proj
     try:
         async with asyncio.timeout(READ_TIMEOUT_S):
             fields = await stream.fields_before("source_file")
-    except (FormRejected, TimeoutError, ClientException):
+    except (FormRejected, TimeoutError, HTTPException):
         return error_page(web.env, 400, FORM_INVALID)
     spool: IO[bytes] | None = None
     if stream.at_file and stream.file_name:
@@ -92,7 +92,7 @@ async def upload_source(request: Request, web: NamedDependency[WebContext], proj
             assert session is not None
             try:
                 failed = await _import(request, web, session, project_id, stream.file_chunks())
-            except FormRejected:
+            except (FormRejected, HTTPException):  # malformed, oversized, or the client left
                 return error_page(web.env, 400, FORM_INVALID)
             if failed is not None:
                 return failed
@@ -102,7 +102,7 @@ async def upload_source(request: Request, web: NamedDependency[WebContext], proj
         if not known and session is not None and session.has(Role.ADMIN):
             try:
                 spool = await _spool(stream)  # the CSRF field may still follow the file
-            except FormRejected:
+            except (FormRejected, HTTPException):
                 return error_page(web.env, 400, FORM_INVALID)
     try:
         form = await read_form(request, stream)
