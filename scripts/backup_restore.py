@@ -201,6 +201,7 @@ def backup_restore(args: argparse.Namespace) -> dict:
 
     with tempfile.TemporaryDirectory(prefix="hq-backup-") as scratch:
         dump = args.dump_file or Path(scratch) / "hq.dump"
+        private_file(dump)
         tools.run(
             f"pg_dump {redact(args.source_url)} -> {dump}",
             [tools.pg("pg_dump"), "--format=custom", "--no-password", f"--file={dump}",
@@ -287,6 +288,18 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for /healthz")
     p.add_argument("--drop", action="store_true", help="drop TARGET_DB after the check (a drill)")
     return p  # fmt: skip
+
+
+def private_file(path: Path) -> None:
+    """Create (or truncate) ``path`` as 0600 before pg_dump writes into it: a dump holds token
+    digests and job data, and pg_dump would otherwise create it with the caller's umask
+    (usually world-readable). pg_dump keeps the mode of the file it overwrites. A symlink is
+    refused rather than followed."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
 
 
 def main(argv: list[str] | None = None) -> int:

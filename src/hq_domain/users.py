@@ -90,3 +90,12 @@ def validate_user_put(
     if any(r not in Role.__members__.values() for r in roles) or len(set(roles)) != len(roles):
         raise InvalidRequest("invalid user roles")
     return UserStatus(status), tuple(sorted(Role(r) for r in roles))
+
+
+def github_id_taken(github_user_id: int) -> str:
+    """Why a first GitHub sign-in is refused: the ``gh_<id>`` user id it would get belongs to a
+    local user with no GitHub link (docs/web.md, "The gh_ id space")."""
+    return (
+        f"user id gh_{github_user_id} is already used by a local user without a GitHub link; "
+        "an administrator must delete that user before this GitHub account can sign in"
+    )

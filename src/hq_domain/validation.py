@@ -24,6 +24,8 @@ from hq_domain.worker import (
 )
 
 MAX_VALUE_BYTES = 8192
+MAX_JSON_DEPTH = 128
+DEPTH_MESSAGE = f"nested deeper than {MAX_JSON_DEPTH} levels"
 MAX_OBJECT_BYTES = 8192
 MAX_NORMALIZED_SPEC_BYTES = 32 * 1024
 MAX_URI_BYTES = 4096
@@ -53,8 +55,38 @@ def _bounded_text(text: object, max_bytes: int, *, min_bytes: int = 0) -> bool:
 def _object_size_ok(obj: object) -> bool:
     try:
         return canonical.size(obj) <= MAX_OBJECT_BYTES
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return False
+
+
+def json_depth(value: object, stop_after: int = MAX_JSON_DEPTH) -> int:
+    """Nesting depth of a decoded JSON value (a scalar is 0, ``{}`` or ``[]`` is 1), walked
+    without recursion; stops counting once past ``stop_after``.
+
+    One rule for every free-form JSON value (job ``attr``, ``outcome.meta``, ``error.details``,
+    source lines, dashboard forms): deeper than :data:`MAX_JSON_DEPTH` is refused with a 400.
+    The reference accepts up to 10,000 levels; 128 leaves every real use room while keeping each
+    recursive reader and renderer (msgspec, json, Jinja, PostgreSQL jsonb) far from its limit.
+    """
+    deepest = 0
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > stop_after:
+            return deepest
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list | tuple))
+    return deepest
+
+
+def _too_deep(value: object) -> bool:
+    return json_depth(value) > MAX_JSON_DEPTH
 
 
 def validate_job_spec(
@@ -86,6 +118,8 @@ def validate_job_spec(
         raise InvalidJob("hops must be non-negative")
     if attr is not None and not isinstance(attr, dict):
         raise InvalidJob("invalid attr: must be a JSON object")
+    if attr and _too_deep(attr):
+        raise InvalidJob(f"invalid attr: {DEPTH_MESSAGE}")
     if attr and not _object_size_ok(attr):
         raise InvalidJob("invalid attr: object exceeds 8192 bytes")
     if random_key is not None and (
@@ -158,6 +192,8 @@ def validate_outcome(kind: object, code: object, uri: object, meta: object) -> O
         raise InvalidRequest("outcome URI exceeds 4096 bytes")
     if meta is not None and not isinstance(meta, dict):
         raise InvalidRequest("invalid outcome meta: must be a JSON object")
+    if meta is not None and _too_deep(meta):
+        raise InvalidRequest(f"invalid outcome meta: {DEPTH_MESSAGE}")
     if meta is not None and not _object_size_ok(meta):
         raise InvalidRequest("invalid outcome meta: object exceeds 8192 bytes")
     return Outcome(kind=kind, code=code, uri=uri, meta=meta)  # type: ignore[arg-type]
@@ -172,6 +208,8 @@ def validate_execution_error(code: object, message: object, details: object) -> 
         raise InvalidRequest("execution error message is invalid")
     if details is not None and not isinstance(details, dict):
         raise InvalidRequest("invalid execution error details: must be a JSON object")
+    if details is not None and _too_deep(details):
+        raise InvalidRequest(f"invalid execution error details: {DEPTH_MESSAGE}")
     if details is not None and not _object_size_ok(details):
         raise InvalidRequest("invalid execution error details: object exceeds 8192 bytes")
     return ExecutionError(code=code, message=message, details=details)  # type: ignore[arg-type]

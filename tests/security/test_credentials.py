@@ -140,7 +140,7 @@ def test_group_readable_token_files_are_refused(tmp_path: Path) -> None:
     r = _tracker("bootstrap-user", "--database-url", "postgresql://nobody@127.0.0.1:1/x",
                  "--user-id", "u", "--machine-token-file", str(token_file))  # fmt: skip
     assert r.returncode == 1
-    assert "secret file permissions must not allow group or other access" in r.stderr
+    assert "permissions must not allow group or other access; run: chmod 600" in r.stderr
     assert "do-not-print-me" not in r.stdout + r.stderr
 
 

@@ -175,7 +175,7 @@ class AdminClient:
                 raise ClientError(f"unexpected HTTP status {resp.status_code}")
             try:
                 env = msgspec.json.decode(raw, type=wire.ErrorEnvelope)
-            except msgspec.MsgspecError as exc:
+            except (msgspec.MsgspecError, RecursionError) as exc:
                 raise ClientError(
                     f"HTTP {resp.status_code}: invalid error response: {exc}"
                 ) from None
@@ -184,6 +184,8 @@ class AdminClient:
             return msgspec.json.decode(raw, type=kind)  # type: ignore[arg-type]
         except msgspec.MsgspecError as exc:
             raise ClientError(f"invalid response: {exc}") from None
+        except RecursionError:
+            raise ClientError("invalid response: JSON nested too deeply to decode") from None
 
     # -- routes ----------------------------------------------------------------------------
 

@@ -63,7 +63,7 @@ def decode_response(status: int, cache_control: str | None, body: bytes) -> dict
         raise TransportError("HQ response is cacheable")
     try:
         decoded = _DECODER.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError) as error:
+    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError) as error:
         raise TransportError(f"invalid JSON response: {error}") from error
     if not isinstance(decoded, dict):
         raise TransportError("JSON response must be an object")

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 from hq_adapters.memory.state import MemoryState, SessionRow
 from hq_domain.clock import seconds
-from hq_domain.errors import NotFound
+from hq_domain.errors import NotFound, PermissionDenied
 from hq_domain.ports import WorkerMapping
-from hq_domain.users import Role, User, UserStatus, roles_after_admin_login
+from hq_domain.users import Role, User, UserStatus, github_id_taken, roles_after_admin_login
 
 
 def create_session(
@@ -41,6 +41,14 @@ def _by_github_id(state: MemoryState, github_user_id: int) -> User | None:
     return None
 
 
+def _claim_github_id(state: MemoryState, github_user_id: int) -> None:
+    """``gh_<id>`` belongs to GitHub user ``id``: an unlinked local row of that id is not taken
+    over (it may hold a machine token and history); the sign-in is refused instead."""
+    local = state.users.get(f"gh_{github_user_id}")
+    if local is not None and local.github_user_id != github_user_id:
+        raise PermissionDenied(github_id_taken(github_user_id))
+
+
 def _new_github_user(
     github_user_id: int, login: str, avatar_url: str, status: UserStatus, role: Role, now_s: int
 ) -> User:
@@ -65,6 +73,7 @@ def upsert_github_admin(
     now_s = seconds(now_ns)
     user = _by_github_id(state, github_user_id)
     if user is None:
+        _claim_github_id(state, github_user_id)
         user = _new_github_user(
             github_user_id, login, avatar_url, UserStatus.ACTIVE, Role.ADMIN, now_s
         )
@@ -89,6 +98,7 @@ def upsert_github_worker(
     now_s = seconds(now_ns)
     user = _by_github_id(state, github_user_id)
     if user is None:
+        _claim_github_id(state, github_user_id)
         user = _new_github_user(
             github_user_id, login, avatar_url, UserStatus.PENDING, Role.WORKER, now_s
         )

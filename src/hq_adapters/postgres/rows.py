@@ -10,6 +10,7 @@ fallback for what msgspec refuses but jsonb can hold (numbers beyond float range
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import asyncpg
@@ -43,6 +44,67 @@ def load(text: str | None) -> Any:
         return _decode(text)
     except msgspec.DecodeError:
         return json.loads(text)
+    except RecursionError:
+        return _load_deep(text)
+
+
+def _load_deep(text: str) -> Any:
+    """A jsonb value too deep for the decoders. Only a row written by another implementation
+    can hold one (this API refuses values nested deeper than MAX_JSON_DEPTH; the reference
+    accepts 10,000 levels): the top object's members are decoded where possible and the deep
+    ones kept as ``msgspec.Raw``, which the response encoder copies verbatim and the dashboard
+    shows as stored."""
+    members = _top_members(text)
+    if members is None:
+        return msgspec.Raw(text)
+    out: dict[str, Any] = {}
+    for key, raw in members:
+        try:
+            out[key] = _decode(raw)
+        except RecursionError:
+            out[key] = msgspec.Raw(raw)
+    return out
+
+
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_TOKEN = re.compile(r'["{}\[\],:]')
+
+
+def _top_members(text: str) -> list[tuple[str, str]] | None:
+    """(key, value text) of a JSON object's top-level members, found without recursion (the
+    decoders cannot even skip a value nested this deep); None if ``text`` is not an object."""
+    start = text.find("{")
+    if start < 0 or text[:start].strip():
+        return None
+    members: list[tuple[str, str]] = []
+    depth, pos, key, value_start = 0, start, None, -1
+    while (m := _TOKEN.search(text, pos)) is not None:
+        ch, pos = m.group(), m.start()
+        if ch == '"':
+            s = _STRING.match(text, pos)
+            if s is None:
+                return None
+            if depth == 1 and key is None and value_start < 0:
+                key = _decode(s.group())
+            pos = s.end()
+            continue
+        pos += 1
+        if ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                if key is not None:
+                    members.append((key, text[value_start:pos - 1].strip()))
+                return members
+        elif depth == 1 and ch == ":":
+            value_start = pos
+        elif depth == 1 and ch == ",":
+            if key is None:
+                return None
+            members.append((key, text[value_start:pos - 1].strip()))
+            key, value_start = None, -1
+    return None
 
 
 def project(r: asyncpg.Record) -> Project:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from hq_adapters.postgres import rows
 from hq_adapters.postgres.base import StoreBase
 from hq_adapters.postgres.queries import q
+from hq_domain.errors import PermissionDenied
 from hq_domain.ports import WorkerMapping
-from hq_domain.users import User
+from hq_domain.users import User, github_id_taken
 
 
 class WebMixin(StoreBase):
@@ -31,6 +32,10 @@ class WebMixin(StoreBase):
             r = await conn.fetchrow(q(update), *args)
             if r is None:
                 r = await conn.fetchrow(q(insert), *args, f"gh_{github_user_id}")
+            if r is None:  # the id exists: a concurrent first sign-in, or an unlinked local user
+                r = await conn.fetchrow(q(update), *args)
+            if r is None:
+                raise PermissionDenied(github_id_taken(github_user_id))
         return rows.user(r)
 
     async def upsert_github_admin(self, github_user_id: int, login: str, avatar_url: str) -> User:

@@ -12,7 +12,7 @@ import msgspec
 
 from hq_domain.errors import InvalidJob
 from hq_domain.jobs import JobSpec
-from hq_domain.validation import validate_job_spec
+from hq_domain.validation import DEPTH_MESSAGE, validate_job_spec
 
 
 class _SourceLine(msgspec.Struct, forbid_unknown_fields=True):
@@ -51,7 +51,7 @@ def _explain(raw: bytes, exc: msgspec.MsgspecError) -> str:
         # The spec checks for "value" before unknown keys; msgspec reports whichever it meets.
         try:
             doc = _any_decoder.decode(raw)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             doc = None
         if isinstance(doc, dict) and "value" not in doc:
             return 'required field "value" is missing'
@@ -73,6 +73,8 @@ def parse_job_line(raw: bytes, *, allow_random_key: bool = False) -> JobSpec:
         line = (_enqueue_decoder if allow_random_key else _source_decoder).decode(raw)
     except msgspec.MsgspecError as exc:
         raise InvalidJob(_explain(raw, exc)) from None
+    except RecursionError:
+        raise InvalidJob(f"invalid JSON: {DEPTH_MESSAGE}") from None
     return validate_job_spec(
         value=line.value,
         id=line.id,

@@ -7,6 +7,7 @@ from typing import Any
 from litestar import Litestar, Request, Response, get
 from litestar.handlers import HTTPRouteHandler
 
+from hq_apps.api import framework_caches
 from hq_apps.api.admin_projects import project_handlers
 from hq_apps.api.admin_users import user_handlers
 from hq_apps.api.auth import authenticate
@@ -57,7 +58,8 @@ def create_app(settings: Settings, store: Store, clock: Clock | None = None) -> 
         from hq_apps.web import web_handlers  # imported only when the dashboard is enabled
 
         handlers += web_handlers(settings.web, store, clock)
-    return HqLitestar(
+    framework_caches.install()
+    app = HqLitestar(
         route_handlers=handlers,
         exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=openapi_config() if settings.openapi else None,
@@ -66,3 +68,5 @@ def create_app(settings: Settings, store: Store, clock: Clock | None = None) -> 
         logging_config=None,
         debug=False,
     )
+    framework_caches.bound_router(app)
+    return app

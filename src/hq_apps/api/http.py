@@ -13,6 +13,7 @@ import msgspec
 from litestar import Request, Response
 
 from hq_domain.errors import InvalidRequest
+from hq_domain.validation import DEPTH_MESSAGE
 
 MAX_JSON_BODY = 8 * 1024 * 1024
 JSON_MEDIA_TYPE = "application/json"
@@ -93,6 +94,10 @@ def decode_json(raw: bytes, kind: type[T]) -> T:
         decoder = _decoders[kind] = msgspec.json.Decoder(kind)
     try:
         return decoder.decode(raw)  # type: ignore[no-any-return]
+    except RecursionError:
+        # msgspec gives up at the interpreter's recursion limit (~900 levels here); values
+        # between MAX_JSON_DEPTH and that are refused by domain validation with its own field.
+        raise InvalidRequest(f"invalid JSON body: {DEPTH_MESSAGE}") from None
     except msgspec.DecodeError as exc:
         text = str(exc)
         if "trailing characters" in text:

@@ -6,11 +6,11 @@ import base64
 import binascii
 import math
 import os
-import stat
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-MAX_SECRET_CHARS = 1024
+from hq_apps.cli.secret_file import SecretFileError, read_secret
+
 MIN_WEB_SECRET_BYTES = 32
 
 
@@ -37,21 +37,11 @@ def go_style_flags(argv: Sequence[str]) -> list[str]:
 
 
 def read_secret_file(path: str) -> str:
-    """A secret file's trimmed content; group/other permission bits must be clear."""
+    """A secret file's trimmed content (see :mod:`hq_apps.cli.secret_file` for the checks)."""
     try:
-        info = os.stat(path)
-    except OSError as exc:
-        raise CliError(f"read secret file: {exc}") from None
-    if stat.S_IMODE(info.st_mode) & 0o077:
-        raise CliError("secret file permissions must not allow group or other access")
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read().strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CliError(f"read secret file: {exc}") from None
-    if not 1 <= len(text) <= MAX_SECRET_CHARS:
-        raise CliError("invalid secret")
-    return text
+        return read_secret(path)
+    except SecretFileError as exc:
+        raise CliError(str(exc)) from None
 
 
 def decode_web_secret(text: str) -> bytes:

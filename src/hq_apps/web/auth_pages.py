@@ -12,6 +12,7 @@ from hq_apps.web import security
 from hq_apps.web.context import FORM_LIMIT, WebContext, current_session, post_session
 from hq_apps.web.github import LOGIN_FAILED, GitHubError
 from hq_apps.web.render import PAGE_HEADERS, error_page, page, redirect
+from hq_domain.errors import PermissionDenied
 from hq_domain.users import Role, UserStatus
 
 CALLBACK_TIMEOUT_S = 20.0
@@ -70,10 +71,13 @@ async def github_callback(request: Request, web: NamedDependency[WebContext]) ->
     except TimeoutError:
         return error_page(web.env, 502, LOGIN_FAILED, cookies=clear)
 
-    if member:
-        user = await web.store.upsert_github_admin(identity.id, identity.login, identity.avatar_url)
-        return redirect("/admin", cookies=[*clear, await web.start_session(user.id)])
-    user = await web.store.upsert_github_worker(identity.id, identity.login, identity.avatar_url)
+    try:
+        if member:
+            user = await web.store.upsert_github_admin(identity.id, identity.login, identity.avatar_url)
+            return redirect("/admin", cookies=[*clear, await web.start_session(user.id)])
+        user = await web.store.upsert_github_worker(identity.id, identity.login, identity.avatar_url)
+    except PermissionDenied as exc:
+        return error_page(web.env, 403, f"GitHub sign-in refused: {exc.message}", cookies=clear)
     if user.status is UserStatus.ACTIVE and Role.WORKER in user.roles:
         return redirect("/worker", cookies=[*clear, await web.start_session(user.id)])
     return page(

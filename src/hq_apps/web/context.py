@@ -13,8 +13,10 @@ from typing import Any
 from jinja2 import Environment
 from litestar import Request, Response
 from litestar.datastructures import Cookie, FormMultiDict
+from litestar.exceptions import HTTPException
 
 from hq_apps.web import security
+from hq_apps.web.form_reader import FormRejected, FormStream
 from hq_apps.web.github import GitHubGateway
 from hq_apps.web.render import error_page, redirect
 from hq_domain.clock import Clock, seconds
@@ -132,13 +134,14 @@ async def page_session(request: Request, web: WebContext, role: Role) -> Session
 READ_TIMEOUT_S = 15.0
 
 
-async def read_form(request: Request) -> FormMultiDict | None:
-    """The parsed form, or None when the body is too large, malformed, or does not arrive
-    within the server's read timeout (spec §1.1: 15 s for the whole body)."""
+async def read_form(request: Request, stream: FormStream | None = None) -> FormMultiDict | None:
+    """The parsed form (bounded: see :mod:`hq_apps.web.form_reader`), or None when the body is
+    too large, malformed, or does not arrive within the server's read timeout (spec §1.1: 15 s
+    for the whole body)."""
     try:
         async with asyncio.timeout(READ_TIMEOUT_S):
-            return await request.form()
-    except Exception:  # Litestar raises several exception types for bad or oversized bodies
+            return await (stream or FormStream(request, body_limit=FORM_LIMIT)).finish()
+    except (FormRejected, TimeoutError, HTTPException):
         return None
 
 
@@ -149,7 +152,13 @@ async def post_session(
     form = await read_form(request)
     if form is None:
         return error_page(web.env, 400, "Invalid form submission")
-    session = await current_session(request, web)
+    return form_gates(web, role, form, await current_session(request, web))
+
+
+def form_gates(
+    web: WebContext, role: Role | None, form: FormMultiDict, session: Session | None
+) -> tuple[Session, FormMultiDict] | Response[bytes]:
+    """Session (303) → CSRF (403) → role (403) for an already parsed form."""
     if session is None:
         return redirect("/")
     submitted = form.get("csrf")

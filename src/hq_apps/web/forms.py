@@ -14,7 +14,7 @@ from litestar.datastructures import FormMultiDict
 from hq_domain.errors import HqError, InvalidRequest
 from hq_domain.jobs import JobSpec
 from hq_domain.projects import Project, ProjectPut, apply_put, validate_client_versions
-from hq_domain.validation import validate_job_spec
+from hq_domain.validation import DEPTH_MESSAGE, validate_job_spec
 
 POLICY_INVALID = "Project policy is invalid"
 VERSIONS_INVALID = "Client versions are invalid"
@@ -98,6 +98,8 @@ def job_batch(raw: str) -> list[JobSpec]:
         doc = json.loads(raw, parse_constant=_no_constants)
     except ValueError as exc:
         raise FormError(f"{JOBS_INVALID}: invalid JSON: {exc}") from None
+    except RecursionError:
+        raise FormError(f"{JOBS_INVALID}: invalid JSON: {DEPTH_MESSAGE}") from None
     if not isinstance(doc, list) or not 1 <= len(doc) <= MAX_FORM_JOBS:
         raise FormError(f"{JOBS_INVALID}: expected a JSON array of 1-256 jobs")
     specs = []

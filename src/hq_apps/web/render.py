@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from litestar import Response
 from litestar.datastructures import Cookie
@@ -44,7 +45,14 @@ def format_ts(value: int | None) -> str:
 
 
 def pretty_json(value: Any) -> str:
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+    """Indented JSON for the job page. A stored value too deep to parse arrives as
+    ``msgspec.Raw`` (see ``hq_adapters.postgres.rows.load``) and is shown as stored."""
+    if isinstance(value, msgspec.Raw):
+        return bytes(value).decode("utf-8", "replace")
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+    except RecursionError:
+        return "(nested too deeply to display)"
 
 
 def _bar(counts: dict[str, int]) -> list[tuple[str, int, float]]:

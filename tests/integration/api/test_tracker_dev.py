@@ -34,6 +34,20 @@ def _run_dev(cwd: Path, port: int) -> tuple[subprocess.Popen[str], str]:
     return proc, "".join(banner)
 
 
+def test_dev_refuses_to_run_as_root(tmp_path: Path) -> None:
+    """Issue 13 #6: as root, the embedded server opened parent directories to others and could
+    put its trust-auth socket in a shared directory; tracker dev now refuses before starting."""
+    if os.geteuid() != 0:
+        pytest.skip("only meaningful as root")
+    r = subprocess.run(
+        [sys.executable, "-m", "hq_apps.cli.tracker", "dev", "--listen", "127.0.0.1:0"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode != 0 and "refusing to run as root" in r.stderr
+    assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="tracker dev refuses to run as root")
 def test_dev_serves_with_a_reused_admin_token(tmp_path: Path) -> None:
     port = free_port()
     proc, banner = _run_dev(tmp_path, port)

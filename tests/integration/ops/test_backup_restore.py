@@ -145,9 +145,16 @@ async def test_restore_keeps_the_database_and_refuses_to_overwrite_it(
 ) -> None:
     target = target_name(source)
     dump = tmp_path / "hq.dump"
-    proc = run_script(source, target, "--dump-file", str(dump))
+    dump.write_bytes(b"old")
+    dump.chmod(0o644)  # an earlier, world-readable dump is overwritten as a private one
+    old_umask = os.umask(0o022)
+    try:
+        proc = run_script(source, target, "--dump-file", str(dump))
+    finally:
+        os.umask(old_umask)
     assert proc.returncode == 0, proc.stderr
     assert dump.stat().st_size > 0
+    assert dump.stat().st_mode & 0o777 == 0o600  # issue 13 #8: token digests and job data
     conn = await asyncpg.connect(with_database(source["dsn"], target))
     try:
         assert (

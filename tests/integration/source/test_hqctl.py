@@ -171,7 +171,7 @@ def test_token_file_permissions(tracker, tmp_path, capsys) -> None:
         )
         == 1
     )
-    assert "secret file permissions must not allow group or other access" in capsys.readouterr().err
+    assert "permissions must not allow group or other access; run: chmod 600" in capsys.readouterr().err
 
 
 def test_url_rules(tracker, conn, capsys, monkeypatch) -> None:

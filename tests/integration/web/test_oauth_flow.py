@@ -186,3 +186,19 @@ async def test_callback_always_clears_the_transaction_cookie(client: AsyncTestCl
     resp = await client.get("/auth/github/callback?code=x&state=y")
     cleared = [h for h in resp.headers.get_list("set-cookie") if h.startswith("saveweb_hq_oauth=")]
     assert cleared and "Max-Age=0" in cleared[0] and "Path=/auth/github/callback" in cleared[0]
+
+
+async def test_sign_in_refused_when_a_local_user_holds_the_gh_id(
+    client: AsyncTestClient, web: WebApp, github: FakeGitHub
+) -> None:
+    """Issue 13 #7: the local ``gh_1001`` keeps its row and token; no session is created."""
+    from hq_domain.users import Role
+    from tests.fake_github import flow
+
+    await web.store.bootstrap_user("gh_1001", [Role.WORKER], "hq_local-owner-token")
+    resp = await flow.login(client)
+    assert resp.status_code == 403 and "GitHub sign-in refused" in resp.text
+    assert "saveweb_hq_session=" not in resp.headers.get("set-cookie", "").replace("saveweb_hq_session=;", "")
+    user = await web.store.get_user("gh_1001")
+    assert user is not None and user.github_user_id is None
+    assert await web.store.get_machine_token("gh_1001") == "hq_local-owner-token"

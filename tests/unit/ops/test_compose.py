@@ -82,7 +82,11 @@ def test_tracker_hardening_and_environment(name: str) -> None:
     }
     assert t["volumes"] == ["./secrets:/run/secrets:ro"]
     assert t["read_only"] is True
-    assert t["tmpfs"] == ["/tmp:size=64m,mode=1777"]
+    assert t["tmpfs"] == ["/tmp:size=272m,mode=1777"]
+    # Issue 13 #4: the only spool (an admin upload whose file precedes the csrf field) fits.
+    from hq_apps.web.context import UPLOAD_FORM_LIMIT
+
+    assert UPLOAD_FORM_LIMIT + (8 << 20) <= 272 << 20
     assert t["cap_drop"] == ["ALL"] and "cap_add" not in t
     assert t["user"] == "65532:65532"
     assert t["init"] is True

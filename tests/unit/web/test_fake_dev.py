@@ -31,3 +31,35 @@ async def test_dev_fake_serves_and_switches_identity() -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await task
         sock.close()
+
+
+def _stale_selector_fds() -> list[int]:
+    import os
+
+    selector = getattr(asyncio.get_running_loop(), "_selector", None)
+    stale = []
+    for fd in list(selector.get_map()) if selector is not None else []:
+        try:
+            os.fstat(fd)
+        except OSError:
+            stale.append(fd)
+    return stale
+
+
+async def test_cancelled_fake_leaves_no_socket_registered_with_the_loop() -> None:
+    """Issue 13 finding 9: a cancelled ``serve`` left its listener registered; once the socket
+    was closed, a later connection reusing the descriptor died in the selector."""
+    fake, _web, sock = dev_web("http://127.0.0.1:8080/")
+    task = asyncio.create_task(serve(fake, sock))
+    async with httpx.AsyncClient(base_url=_web.github_url) as c:
+        for _ in range(200):
+            try:
+                await c.get("/user")
+                break
+            except httpx.ConnectError:
+                await asyncio.sleep(0.02)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    sock.close()
+    assert _stale_selector_fds() == []

@@ -30,16 +30,12 @@ RETURNING *
 
 -- name: github_admin_insert
 -- First sign-in of a team member: a new user gh_<id>, active admin. A local row that already
--- has that id (no GitHub link) is replaced by the new user, as the memory adapter does; the
--- upsert on the primary key makes two concurrent first sign-ins agree.
+-- has that id (no GitHub link) is left alone: no row comes back and the caller refuses the
+-- sign-in. Two concurrent first sign-ins: the loser re-runs the update and finds the row.
 INSERT INTO tracker_users (id, status, roles, github_user_id, github_login, github_avatar_url,
                            last_login_at, created_at, updated_at)
 VALUES ($5, 'active', '{admin}', $1, $2, $3, $4, $4, $4)
-ON CONFLICT (id) DO UPDATE
-SET status = EXCLUDED.status, roles = EXCLUDED.roles,
-    github_user_id = EXCLUDED.github_user_id, github_login = EXCLUDED.github_login,
-    github_avatar_url = EXCLUDED.github_avatar_url, last_login_at = EXCLUDED.last_login_at,
-    created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at
+ON CONFLICT (id) DO NOTHING
 RETURNING *
 
 -- name: github_worker_update
@@ -50,16 +46,12 @@ WHERE github_user_id = $1
 RETURNING *
 
 -- name: github_worker_insert
--- First sign-in of a non-member: a new pending worker gh_<id> (replacing an unlinked local
--- row of that id, as for admins).
+-- First sign-in of a non-member: a new pending worker gh_<id> (an unlinked local row of that
+-- id is left alone, as for admins).
 INSERT INTO tracker_users (id, status, roles, github_user_id, github_login, github_avatar_url,
                            last_login_at, created_at, updated_at)
 VALUES ($5, 'pending', '{worker}', $1, $2, $3, $4, $4, $4)
-ON CONFLICT (id) DO UPDATE
-SET status = EXCLUDED.status, roles = EXCLUDED.roles,
-    github_user_id = EXCLUDED.github_user_id, github_login = EXCLUDED.github_login,
-    github_avatar_url = EXCLUDED.github_avatar_url, last_login_at = EXCLUDED.last_login_at,
-    created_at = EXCLUDED.created_at, updated_at = EXCLUDED.updated_at
+ON CONFLICT (id) DO NOTHING
 RETURNING *
 
 -- name: worker_mapping
