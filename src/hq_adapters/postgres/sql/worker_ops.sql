@@ -2,11 +2,10 @@
 -- Client-version gate reads (spec §1.6 steps 1 and 3) in one round trip: the owner of a
 -- non-revoked token ($1, digest) and the project ($2, NULL when the path is not an ID), each
 -- all-NULL when absent. Plain reads, no locks: the operation re-reads both itself (step 8).
-SELECT u.id AS user_id, u.status AS user_status, u.roles AS user_roles, p.*
-FROM (SELECT 1) AS one
-LEFT JOIN (tracker_machine_tokens t JOIN tracker_users u ON u.id = t.user_id)
-       ON t.token_hash = $1 AND t.revoked_at IS NULL
-LEFT JOIN tracker_projects p ON p.id = $2
+-- The read is tracker_worker_gate (migration 0006), whose plan is cached generic: two key
+-- lookups, the same plan for every parameter.
+SELECT g.user_id, g.user_status, g.user_roles, (g.project).*
+FROM tracker_worker_gate($1, $2) AS g
 
 -- name: complete_op
 -- Route 21 as one autocommit statement: worker_context's checks and worker→user upsert plus
@@ -16,7 +15,10 @@ LEFT JOIN tracker_projects p ON p.id = $2
 -- locking and re-check as complete_batch; job_statuses are in input order, NULL = rejected.
 -- Lock order as on the transactional path: the worker row first (the `count(*) FROM w`
 -- condition runs the upsert before any job row is locked), then job rows in job_id order.
--- Index conditions as in complete_batch (robust to stale planner statistics).
+-- Index conditions as in complete_batch (robust to stale planner statistics); the lock scan
+-- also leaves out status = 'wip' (implied by the attempt_id match, by the table's CHECK), so
+-- no plan, generic or custom, can read the project's live leases through a partial wip index
+-- instead of probing the primary key with the batch's job ids.
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      p AS (SELECT status FROM tracker_projects WHERE id = $1),
      ok AS (
@@ -40,7 +42,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      locked_done AS (
         SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND j.project_id = $1 AND j.status = 'wip' AND j.attempt_id = f.attempt_id
+          AND j.project_id = $1 AND j.attempt_id = f.attempt_id
           AND j.worker_id = $2 AND j.lease_expires_at > $7 AND j.job_id = ANY ($3::bigint[])
         ORDER BY j.job_id
         FOR UPDATE OF j
@@ -87,7 +89,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      locked_failed AS (
         SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND j.project_id = $1 AND j.status = 'wip' AND j.attempt_id = f.attempt_id
+          AND j.project_id = $1 AND j.attempt_id = f.attempt_id
           AND j.worker_id = $2 AND j.lease_expires_at > $7 AND j.job_id = ANY ($3::bigint[])
         ORDER BY j.job_id
         FOR UPDATE OF j
@@ -140,7 +142,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $7),
      locked_extended AS (
         SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND j.project_id = $1 AND j.status = 'wip' AND j.attempt_id = f.attempt_id
+          AND j.project_id = $1 AND j.attempt_id = f.attempt_id
           AND j.worker_id = $2 AND j.lease_expires_at > $5 AND j.job_id = ANY ($3::bigint[])
         ORDER BY j.job_id
         FOR UPDATE OF j
@@ -316,3 +318,25 @@ FROM (SELECT 1) AS one
 LEFT JOIN (SELECT policy_version FROM p) AS pv ON true
 LEFT JOIN changed c ON c.ord IS NOT NULL
 ORDER BY c.ord
+
+
+-- name: claim_op_fifo_generic
+-- claim_op_fifo with the same parameters, run by its migration-0006 function under a cached
+-- generic plan: the adapter's choice for claims of at most GENERIC_PLAN_MAX_ITEMS jobs.
+SELECT * FROM tracker_claim_op_fifo($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ORDER BY ord
+
+-- name: claim_op_random_generic
+-- claim_op_random under a cached generic plan (see claim_op_fifo_generic).
+SELECT * FROM tracker_claim_op_random($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ORDER BY ord
+
+-- name: complete_op_generic
+-- complete_op under a cached generic plan, for batches of at most GENERIC_PLAN_MAX_ITEMS.
+SELECT * FROM tracker_complete_op($1, $2, $3, $4, $5, $6, $7, $8, $9)
+
+-- name: fail_op_generic
+-- fail_op under a cached generic plan, for batches of at most GENERIC_PLAN_MAX_ITEMS.
+SELECT * FROM tracker_fail_op($1, $2, $3, $4, $5, $6, $7, $8, $9)
+
+-- name: extend_op_generic
+-- extend_op under a cached generic plan, for batches of at most GENERIC_PLAN_MAX_ITEMS.
+SELECT * FROM tracker_extend_op($1, $2, $3, $4, $5, $6, $7, $8)
