@@ -20,6 +20,7 @@ import sys
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import asyncpg
 
@@ -44,12 +45,14 @@ async def _backend_cpu(admin_dsn: str, db: str) -> dict[int, float]:
     return out
 
 
-async def _one(server: env.Server, dsn: str, spec: scenario.Spec) -> dict[str, Any]:
-    db = dsn.rsplit("/", 1)[1]
+async def _one(
+    server: env.Server, dsn: str, spec: scenario.Spec, admin_dsn: str
+) -> dict[str, Any]:
+    db = urlsplit(dsn).path.lstrip("/")
     holder: dict[str, dict[int, float]] = {}
 
     async def around(start: bool) -> None:
-        holder["start" if start else "end"] = await _backend_cpu(env.ADMIN_DSN, db)
+        holder["start" if start else "end"] = await _backend_cpu(admin_dsn, db)
 
     r = await scenario.run(server.target, spec, around_drain=around)
     start, end = holder["start"], holder["end"]
@@ -76,7 +79,7 @@ async def main(args: argparse.Namespace) -> None:
     async with AsyncExitStack() as stack:
         servers: dict[str, tuple[env.Server, str]] = {}
         for name, tree in trees.items():
-            dsn = await stack.enter_async_context(env.bench_database())
+            dsn = await stack.enter_async_context(env.bench_database(args.admin_dsn))
             wd = Path(stack.enter_context(env.workdir()))
             os.environ["PYTHONPATH"] = str(trees["B"] / "src")
             token = env.prepare_database(dsn, wd)
@@ -91,7 +94,7 @@ async def main(args: argparse.Namespace) -> None:
                 order = ("A", "B") if rep % 2 == 0 else ("B", "A")
                 for name in order:
                     server, dsn = servers[name]
-                    r = await _one(server, dsn, spec)
+                    r = await _one(server, dsn, spec, args.admin_dsn)
                     results.setdefault((b, w, name), []).append(r)
                     print(f"B={b} W={w} {name}: " + json.dumps(
                         {k: (round(v, 1) if isinstance(v, float) else v) for k, v in r.items()}
@@ -125,6 +128,7 @@ if __name__ == "__main__":
     p.add_argument("--cand", default=str(env.REPO_ROOT), help="source tree B (default: this one)")
     p.add_argument("--cells", default="1x1,1x4,1x16,4x4,4x64", help="BxW,…")
     p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--admin-dsn", default=env.ADMIN_DSN, help="server to create databases on")
     p.add_argument("--cycles", type=int, default=150)
     p.add_argument("--min-jobs", type=int, default=1000)
     p.add_argument("--max-jobs", type=int, default=20000)

@@ -116,14 +116,56 @@ def _array(values: list[Any]) -> str:
     return "{" + ",".join('"' + one(v).replace('"', '\\"') + '"' for v in values) + "}"
 
 
-def _check(nodes: list[dict[str, Any]], allowed: set[str], most: int) -> None:
+def _check(
+    nodes: list[dict[str, Any]], allowed: set[str], most: int, joined: int = 4 * B * B
+) -> None:
     for n in nodes:
         if n.get("Relation Name") == "tracker_jobs" and n["Node Type"] != "ModifyTable":
             assert n["Node Type"] in {"Index Scan", "Index Only Scan"}, n["Node Type"]
             assert n["Index Name"] in allowed, n["Index Name"]
             read = (n["Actual Rows"] + n.get("Rows Removed by Filter", 0)) * n["Actual Loops"]
             assert read <= most, (n["Index Name"], read)
-        assert n.get("Rows Removed by Join Filter", 0) <= 4 * B * B, n["Node Type"]
+        assert n.get("Rows Removed by Join Filter", 0) <= joined, n["Node Type"]
+
+
+def _mutations(ids: list[int], attempts: list[str]) -> dict[str, list[Any]]:
+    n = len(ids)
+    return {
+        "complete_op": ["p", "w", ids, attempts, ["{}"] * n, ["null"] * n, NOW, "u",
+                        _ALLOWED[WorkerOp.COMPLETE]],
+        "fail_op": ["p", "w", ids, attempts, [True] * n, ['{"code":"e"}'] * n, NOW, "u",
+                    _ALLOWED[WorkerOp.FAIL]],
+        "extend_op": ["p", "w", ids, attempts, NOW, NOW + 600, "u", _ALLOWED[WorkerOp.EXTEND]],
+    }
+
+
+_HELD = """
+SELECT job_id, attempt_id FROM tracker_jobs
+WHERE project_id = 'p' AND worker_id = 'w' AND lease_expires_at > $1
+ORDER BY job_id DESC LIMIT $2
+"""
+_RESTORE = """
+UPDATE tracker_jobs SET status = 'wip', attempt_id = 'at_' || substr(value, 2), worker_id = 'w',
+    lease_expires_at = $1, completed_at = NULL, outcome = NULL, execution_error = NULL,
+    reset_count = 0
+WHERE job_id = ANY ($2::bigint[])
+"""
+
+
+async def test_custom_plans_of_large_batches_touch_each_item_once(pg_dsn) -> None:
+    """Batches above GENERIC_PLAN_MAX_ITEMS are planned with their size (force_custom_plan):
+    the lock scan and the UPDATE still probe the primary key and never filter items × items."""
+    big = 256
+    conn = await asyncpg.connect(pg_dsn, server_settings={"plan_cache_mode": "force_custom_plan"})
+    try:
+        await _setup(conn)
+        held = await conn.fetch(_HELD, NOW, big)
+        ids, attempts = [r["job_id"] for r in held], [r["attempt_id"] for r in held]
+        for name, args in _mutations(ids, attempts).items():
+            _check(await _explain(conn, name, args), {"tracker_jobs_pkey"}, big, joined=4 * big)
+            await conn.execute(_RESTORE, NOW + 300, ids)
+    finally:
+        await conn.close()
 
 
 async def test_generic_plans_read_only_the_batch_and_the_sweep(pg_dsn) -> None:
@@ -140,27 +182,10 @@ async def test_generic_plans_read_only_the_batch_and_the_sweep(pg_dsn) -> None:
                 nodes, {queue, "tracker_jobs_expired_order_idx", "tracker_jobs_pkey"},
                 SWEEP + B + 1,
             )
-        held = await conn.fetch(
-            "SELECT job_id, attempt_id FROM tracker_jobs WHERE project_id = 'p' AND worker_id = 'w' "
-            "AND lease_expires_at > $1 ORDER BY job_id DESC LIMIT $2", NOW, B,
-        )
+        held = await conn.fetch(_HELD, NOW, B)
         ids, attempts = [r["job_id"] for r in held], [r["attempt_id"] for r in held]
-        ops = {
-            "complete_op": ["p", "w", ids, attempts, ["{}"] * B, ["null"] * B, NOW, "u",
-                            _ALLOWED[WorkerOp.COMPLETE]],
-            "fail_op": ["p", "w", ids, attempts, [True] * B, ['{"code":"e"}'] * B, NOW, "u",
-                        _ALLOWED[WorkerOp.FAIL]],
-            "extend_op": ["p", "w", ids, attempts, NOW, NOW + 600, "u",
-                          _ALLOWED[WorkerOp.EXTEND]],
-        }
-        for name, args in ops.items():
+        for name, args in _mutations(ids, attempts).items():
             _check(await _explain(conn, name, args), {"tracker_jobs_pkey"}, B)
-            # EXPLAIN ANALYZE wrote: give the next op the same live leases
-            await conn.execute(
-                "UPDATE tracker_jobs SET status = 'wip', attempt_id = 'at_' || substr(value, 2),"
-                " worker_id = 'w', lease_expires_at = $1, completed_at = NULL, outcome = NULL,"
-                " execution_error = NULL, reset_count = 0 WHERE job_id = ANY ($2::bigint[])",
-                NOW + 300, ids,
-            )
+            await conn.execute(_RESTORE, NOW + 300, ids)  # EXPLAIN ANALYZE wrote: undo it
     finally:
         await conn.close()

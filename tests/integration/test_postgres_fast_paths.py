@@ -4,6 +4,8 @@ call, the sweep bound, accept_types and retry exhaustion."""
 
 from __future__ import annotations
 
+import asyncio
+
 import asyncpg
 import pytest
 
@@ -178,4 +180,35 @@ async def test_fast_mutations_equal_the_transactional_path(
         assert sum(a for a, _, _ in outcomes[0]) == 4
         assert seen == [f"{op}_op_generic" if generic_max else f"{op}_op"]
     finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("max_jobs", [1, 64])  # the generic-plan function and the plain statement
+async def test_unchanged_worker_mapping_is_not_locked(pg_dsn, max_jobs: int) -> None:
+    """A worker's requests do not queue behind each other on its tracker_workers row: with the
+    mapping unchanged, claim and complete neither write nor lock it (a transaction holding the
+    row does not block them), while a changed mapping is still written (last writer wins)."""
+    clock = ManualClock()
+    store = PostgresStore(await asyncpg.create_pool(pg_dsn, min_size=1, max_size=3), clock)
+    holder = await asyncpg.connect(pg_dsn)
+    try:
+        for user in ("u", "v"):
+            await store.put_user(user, UserStatus.ACTIVE, [Role.WORKER])
+        await store.put_project("p", ProjectPut(status="active", identity_mode="none"))
+        await store.enqueue("p", [JobSpec(f"v{i}") for i in range(4)])
+        await store.claim("u", "p", ClaimRequest("w", 1, 30, (), 1))  # maps w → u
+        async with holder.transaction():
+            await holder.execute("SELECT 1 FROM tracker_workers WHERE worker_id = 'w' FOR UPDATE")
+            got = await asyncio.wait_for(
+                store.claim("u", "p", ClaimRequest("w", max_jobs, 30, (), 1)), 5
+            )
+            items = [CompleteItem(j.job_id, j.attempt_id, Outcome("success"), None)
+                     for j in got.jobs]
+            done = await asyncio.wait_for(store.complete("u", "p", "w", items), 5)
+            assert [r.applied for r in done] == [True] * len(items)
+        await store.claim("v", "p", ClaimRequest("w", max_jobs, 30, (), 1))
+        [m] = await store.list_worker_mappings("w", 5)
+        assert m.user_id == "v"
+    finally:
+        await holder.close()
         await store.close()

@@ -49,6 +49,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
         SELECT $5, $8 FROM ok
+        WHERE NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $5 AND user_id = $8)
         ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
         WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
         RETURNING 1
@@ -128,6 +129,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
         SELECT $5, $8 FROM ok
+        WHERE NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $5 AND user_id = $8)
         ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
         WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
         RETURNING 1
@@ -206,6 +208,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
         SELECT $2, $8 FROM ok
+        WHERE NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $2 AND user_id = $8)
         ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
         WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
         RETURNING 1
@@ -218,12 +221,12 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
         SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
      ),
      locked_done AS (
-        SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
+        SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND j.project_id = $1 AND j.attempt_id = f.attempt_id
-          AND j.worker_id = $2 AND j.lease_expires_at > $7 AND j.job_id = ANY ($3::bigint[])
+          AND j.job_id = ANY ($3::bigint[]) AND j.attempt_id = ANY ($4::text[])
+          AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $7
         ORDER BY j.job_id
-        FOR UPDATE OF j
+        FOR UPDATE
      ),
      done AS (
         UPDATE tracker_jobs j
@@ -258,6 +261,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
         SELECT $2, $8 FROM ok
+        WHERE NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $2 AND user_id = $8)
         ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
         WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
         RETURNING 1
@@ -270,12 +274,12 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
         SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
      ),
      locked_failed AS (
-        SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
+        SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND j.project_id = $1 AND j.attempt_id = f.attempt_id
-          AND j.worker_id = $2 AND j.lease_expires_at > $7 AND j.job_id = ANY ($3::bigint[])
+          AND j.job_id = ANY ($3::bigint[]) AND j.attempt_id = ANY ($4::text[])
+          AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $7
         ORDER BY j.job_id
-        FOR UPDATE OF j
+        FOR UPDATE
      ),
      failed AS (
         UPDATE tracker_jobs j
@@ -317,6 +321,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $7),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
         SELECT $2, $7 FROM ok
+        WHERE NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $2 AND user_id = $7)
         ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
         WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
         RETURNING 1
@@ -329,12 +334,12 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $7),
         SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
      ),
      locked_extended AS (
-        SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
+        SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND j.project_id = $1 AND j.attempt_id = f.attempt_id
-          AND j.worker_id = $2 AND j.lease_expires_at > $5 AND j.job_id = ANY ($3::bigint[])
+          AND j.job_id = ANY ($3::bigint[]) AND j.attempt_id = ANY ($4::text[])
+          AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $5
         ORDER BY j.job_id
-        FOR UPDATE OF j
+        FOR UPDATE
      ),
      extended AS (
         UPDATE tracker_jobs j
@@ -348,5 +353,136 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $7),
 SELECT EXISTS (SELECT 1 FROM ok) AS ok,
        ARRAY(SELECT d.status FROM input i LEFT JOIN extended d ON d.ord = i.ord ORDER BY i.ord)
            AS job_statuses;
+END
+$fn$;
+
+-- The gate read and the operation in one round trip (tracker_gated_*): the gate row as
+-- tracker_worker_gate returns it, and the operation's result only when the gate lets the
+-- request through (hq_domain.worker.gate_passes: active worker whose id is an ID, existing
+-- project, client version on its allowlist; the caller passes the project id only when it is
+-- an ID). Otherwise ran = false and nothing is written: the API raises the gate's error.
+CREATE OR REPLACE FUNCTION tracker_gate_row(bytea, text, text)
+RETURNS TABLE (user_id text, user_status text, user_roles text[], project tracker_projects,
+               passes boolean)
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $fn$
+#variable_conflict use_column
+BEGIN
+RETURN QUERY
+SELECT u.id, u.status, u.roles, CASE WHEN p.id IS NOT NULL THEN p END,
+       COALESCE(u.status = 'active' AND 'worker' = ANY (u.roles)
+                AND u.id ~ '^[A-Za-z0-9._:-]{1,128}$' AND $3 = ANY (p.client_versions), false)
+FROM (SELECT 1) AS one
+LEFT JOIN (tracker_machine_tokens t JOIN tracker_users u ON u.id = t.user_id)
+       ON t.token_hash = $1 AND t.revoked_at IS NULL
+LEFT JOIN tracker_projects p ON p.id = $2;
+END
+$fn$;
+
+-- $1 token digest, $2 project (NULL unless an ID), $3 client version, $4 claim order hint,
+-- then claim_op_fifo's $2..$7, $9, $10 (accept, max_jobs, attempt ids, worker, lease end,
+-- now, sweep bound, allowed statuses). One row; the jobs as arrays in claim order.
+CREATE OR REPLACE FUNCTION tracker_gated_claim(
+    bytea, text, text, text, text[], integer, text[], text, bigint, bigint, integer, text[])
+RETURNS TABLE (user_id text, user_status text, user_roles text[], project tracker_projects,
+               ran boolean, fast boolean, policy_version bigint, job_ids bigint[],
+               attempt_ids text[], leases bigint[], job_values text[], external_ids text[],
+               specs text[])
+LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
+#variable_conflict use_column
+DECLARE
+    g record;
+BEGIN
+    SELECT * INTO g FROM tracker_gate_row($1, $2, $3);
+    IF NOT g.passes THEN
+        RETURN QUERY SELECT g.user_id, g.user_status, g.user_roles, g.project, false,
+            NULL::boolean, NULL::bigint, NULL::bigint[], NULL::text[], NULL::bigint[],
+            NULL::text[], NULL::text[], NULL::text[];
+    ELSIF $4 = 'random' THEN
+        RETURN QUERY SELECT g.user_id, g.user_status, g.user_roles, g.project, true,
+            bool_and(c.fast), max(c.policy_version),
+            array_agg(c.job_id ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.attempt_id ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.lease_expires_at ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.value ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.external_id ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.spec ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL)
+        FROM tracker_claim_op_random($2, $5, $6, $7, $8, $9, $10, g.user_id, $11, $12) AS c;
+    ELSE
+        RETURN QUERY SELECT g.user_id, g.user_status, g.user_roles, g.project, true,
+            bool_and(c.fast), max(c.policy_version),
+            array_agg(c.job_id ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.attempt_id ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.lease_expires_at ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.value ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.external_id ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.spec ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL)
+        FROM tracker_claim_op_fifo($2, $5, $6, $7, $8, $9, $10, g.user_id, $11, $12) AS c;
+    END IF;
+END
+$fn$;
+
+-- $1 token digest, $2 project, $3 client version, then complete_op's $2..$7 and $9.
+CREATE OR REPLACE FUNCTION tracker_gated_complete(
+    bytea, text, text, text, bigint[], text[], text[], text[], bigint, text[])
+RETURNS TABLE (user_id text, user_status text, user_roles text[], project tracker_projects,
+               ran boolean, ok boolean, job_statuses text[])
+LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
+#variable_conflict use_column
+DECLARE
+    g record;
+BEGIN
+    SELECT * INTO g FROM tracker_gate_row($1, $2, $3);
+    IF NOT g.passes THEN
+        RETURN QUERY SELECT g.user_id, g.user_status, g.user_roles, g.project, false,
+            NULL::boolean, NULL::text[];
+    ELSE
+        RETURN QUERY SELECT g.user_id, g.user_status, g.user_roles, g.project, true,
+            c.ok, c.job_statuses
+        FROM tracker_complete_op($2, $4, $5, $6, $7, $8, $9, g.user_id, $10) AS c;
+    END IF;
+END
+$fn$;
+
+-- $1 token digest, $2 project, $3 client version, then fail_op's $2..$7 and $9.
+CREATE OR REPLACE FUNCTION tracker_gated_fail(
+    bytea, text, text, text, bigint[], text[], boolean[], text[], bigint, text[])
+RETURNS TABLE (user_id text, user_status text, user_roles text[], project tracker_projects,
+               ran boolean, ok boolean, job_statuses text[])
+LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
+#variable_conflict use_column
+DECLARE
+    g record;
+BEGIN
+    SELECT * INTO g FROM tracker_gate_row($1, $2, $3);
+    IF NOT g.passes THEN
+        RETURN QUERY SELECT g.user_id, g.user_status, g.user_roles, g.project, false,
+            NULL::boolean, NULL::text[];
+    ELSE
+        RETURN QUERY SELECT g.user_id, g.user_status, g.user_roles, g.project, true,
+            c.ok, c.job_statuses
+        FROM tracker_fail_op($2, $4, $5, $6, $7, $8, $9, g.user_id, $10) AS c;
+    END IF;
+END
+$fn$;
+
+-- $1 token digest, $2 project, $3 client version, then extend_op's $2..$6 and $8.
+CREATE OR REPLACE FUNCTION tracker_gated_extend(
+    bytea, text, text, text, bigint[], text[], bigint, bigint, text[])
+RETURNS TABLE (user_id text, user_status text, user_roles text[], project tracker_projects,
+               ran boolean, ok boolean, job_statuses text[])
+LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
+#variable_conflict use_column
+DECLARE
+    g record;
+BEGIN
+    SELECT * INTO g FROM tracker_gate_row($1, $2, $3);
+    IF NOT g.passes THEN
+        RETURN QUERY SELECT g.user_id, g.user_status, g.user_roles, g.project, false,
+            NULL::boolean, NULL::text[];
+    ELSE
+        RETURN QUERY SELECT g.user_id, g.user_status, g.user_roles, g.project, true,
+            c.ok, c.job_statuses
+        FROM tracker_extend_op($2, $4, $5, $6, $7, $8, g.user_id, $9) AS c;
+    END IF;
 END
 $fn$;

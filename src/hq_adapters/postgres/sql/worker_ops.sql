@@ -14,11 +14,17 @@ FROM tracker_worker_gate($1, $2) AS g
 -- the caller falls back to the transactional path, which raises the error). Same ordered
 -- locking and re-check as complete_batch; job_statuses are in input order, NULL = rejected.
 -- Lock order as on the transactional path: the worker row first (the `count(*) FROM w`
--- condition runs the upsert before any job row is locked), then job rows in job_id order.
--- Index conditions as in complete_batch (robust to stale planner statistics); the lock scan
--- also leaves out status = 'wip' (implied by the attempt_id match, by the table's CHECK), so
--- no plan, generic or custom, can read the project's live leases through a partial wip index
--- instead of probing the primary key with the batch's job ids.
+-- condition runs the upsert before any job row is locked), then job rows in job_id order. As
+-- in worker_context, an unchanged worker mapping is neither written nor locked.
+-- The lock scan reads tracker_jobs alone, probing the primary key with the batch's job ids:
+-- no join with the items that a plan could run as items × items (a nested loop over the item
+-- list per row: 65,280 rows filtered at 256 items), and no status = 'wip' (implied by a
+-- matching attempt_id, by the table's CHECK) that would let a plan read the project's live
+-- leases through the partial wip index instead. Matching job and attempt ids separately may
+-- lock a row whose attempt id came with another item (attempt ids are unique per job, so only
+-- a confused client does that); the UPDATE matches the exact pairs, so such a row is locked
+-- for the statement and not changed. The UPDATE is as in complete_batch (robust to stale
+-- planner statistics).
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      p AS (SELECT status FROM tracker_projects WHERE id = $1),
      ok AS (
@@ -28,6 +34,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
         SELECT $2, $8 FROM ok
+        WHERE NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $2 AND user_id = $8)
         ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
         WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
         RETURNING 1
@@ -40,12 +47,12 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
         SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
      ),
      locked_done AS (
-        SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
+        SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND j.project_id = $1 AND j.attempt_id = f.attempt_id
-          AND j.worker_id = $2 AND j.lease_expires_at > $7 AND j.job_id = ANY ($3::bigint[])
+          AND j.job_id = ANY ($3::bigint[]) AND j.attempt_id = ANY ($4::text[])
+          AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $7
         ORDER BY j.job_id
-        FOR UPDATE OF j
+        FOR UPDATE
      ),
      done AS (
         UPDATE tracker_jobs j
@@ -75,6 +82,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
         SELECT $2, $8 FROM ok
+        WHERE NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $2 AND user_id = $8)
         ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
         WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
         RETURNING 1
@@ -87,12 +95,12 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
         SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
      ),
      locked_failed AS (
-        SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
+        SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND j.project_id = $1 AND j.attempt_id = f.attempt_id
-          AND j.worker_id = $2 AND j.lease_expires_at > $7 AND j.job_id = ANY ($3::bigint[])
+          AND j.job_id = ANY ($3::bigint[]) AND j.attempt_id = ANY ($4::text[])
+          AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $7
         ORDER BY j.job_id
-        FOR UPDATE OF j
+        FOR UPDATE
      ),
      failed AS (
         UPDATE tracker_jobs j
@@ -128,6 +136,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $7),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
         SELECT $2, $7 FROM ok
+        WHERE NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $2 AND user_id = $7)
         ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
         WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
         RETURNING 1
@@ -140,12 +149,12 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $7),
         SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
      ),
      locked_extended AS (
-        SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
+        SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND j.project_id = $1 AND j.attempt_id = f.attempt_id
-          AND j.worker_id = $2 AND j.lease_expires_at > $5 AND j.job_id = ANY ($3::bigint[])
+          AND j.job_id = ANY ($3::bigint[]) AND j.attempt_id = ANY ($4::text[])
+          AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $5
         ORDER BY j.job_id
-        FOR UPDATE OF j
+        FOR UPDATE
      ),
      extended AS (
         UPDATE tracker_jobs j
@@ -185,6 +194,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
         SELECT $5, $8 FROM ok
+        WHERE NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $5 AND user_id = $8)
         ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
         WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
         RETURNING 1
@@ -259,6 +269,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
         SELECT $5, $8 FROM ok
+        WHERE NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $5 AND user_id = $8)
         ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
         WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
         RETURNING 1
@@ -340,3 +351,21 @@ SELECT * FROM tracker_fail_op($1, $2, $3, $4, $5, $6, $7, $8, $9)
 -- name: extend_op_generic
 -- extend_op under a cached generic plan, for batches of at most GENERIC_PLAN_MAX_ITEMS.
 SELECT * FROM tracker_extend_op($1, $2, $3, $4, $5, $6, $7, $8)
+
+-- name: gated_claim
+-- Routes 20's gate read (as worker_gate) and claim_op_* in one round trip, through migration
+-- 0006's tracker_gated_claim: the claim runs only when the gate lets the request through
+-- (ran); $4 is the claim order hint. One row; the claimed jobs as arrays in claim order.
+SELECT * FROM tracker_gated_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+
+-- name: gated_complete
+-- Route 21's gate read and complete_op in one round trip (tracker_gated_complete).
+SELECT * FROM tracker_gated_complete($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+
+-- name: gated_fail
+-- Route 22's gate read and fail_op in one round trip (tracker_gated_fail).
+SELECT * FROM tracker_gated_fail($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+
+-- name: gated_extend
+-- Route 23's gate read and extend_op in one round trip (tracker_gated_extend).
+SELECT * FROM tracker_gated_extend($1, $2, $3, $4, $5, $6, $7, $8, $9)
