@@ -129,10 +129,18 @@ def _principal(r: asyncpg.Record) -> Principal | None:
     )
 
 
+_FLOATS = ("dispatch_qps", "worker_claim_qps", "dispatch_tokens")
+
+
 def _gate_row(r: asyncpg.Record) -> tuple[Principal | None, Project | None]:
-    """Token owner and project of a tracker_gated_* row (the project as a composite)."""
-    project = r["project"]
-    return _principal(r), None if project is None else rows.project(project)
+    """Token owner and project of a tracker_gated_* row (the project row as JSON text)."""
+    if r["project"] is None:
+        return _principal(r), None
+    fields = rows.load(r["project"])
+    for name in _FLOATS:  # JSON writes 25.0 as 25
+        if fields[name] is not None:
+            fields[name] = float(fields[name])
+    return _principal(r), rows.project(fields)
 
 
 def _complete_args(

@@ -361,14 +361,17 @@ $fn$;
 -- request through (hq_domain.worker.gate_passes: active worker whose id is an ID, existing
 -- project, client version on its allowlist; the caller passes the project id only when it is
 -- an ID). Otherwise ran = false and nothing is written: the API raises the gate's error.
+-- The project travels as JSON text rather than as the tracker_projects composite: a client
+-- caches a composite's layout, and a column added to the table later would make the first
+-- call after it fail on the client after the operation had already run.
 CREATE OR REPLACE FUNCTION tracker_gate_row(bytea, text, text)
-RETURNS TABLE (user_id text, user_status text, user_roles text[], project tracker_projects,
+RETURNS TABLE (user_id text, user_status text, user_roles text[], project text,
                passes boolean)
 LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $fn$
 #variable_conflict use_column
 BEGIN
 RETURN QUERY
-SELECT u.id, u.status, u.roles, CASE WHEN p.id IS NOT NULL THEN p END,
+SELECT u.id, u.status, u.roles, CASE WHEN p.id IS NOT NULL THEN row_to_json(p)::text END,
        COALESCE(u.status = 'active' AND 'worker' = ANY (u.roles)
                 AND u.id ~ '^[A-Za-z0-9._:-]{1,128}$' AND $3 = ANY (p.client_versions), false)
 FROM (SELECT 1) AS one
@@ -383,7 +386,7 @@ $fn$;
 -- now, sweep bound, allowed statuses). One row; the jobs as arrays in claim order.
 CREATE OR REPLACE FUNCTION tracker_gated_claim(
     bytea, text, text, text, text[], integer, text[], text, bigint, bigint, integer, text[])
-RETURNS TABLE (user_id text, user_status text, user_roles text[], project tracker_projects,
+RETURNS TABLE (user_id text, user_status text, user_roles text[], project text,
                ran boolean, fast boolean, policy_version bigint, job_ids bigint[],
                attempt_ids text[], leases bigint[], job_values text[], external_ids text[],
                specs text[])
@@ -424,7 +427,7 @@ $fn$;
 -- $1 token digest, $2 project, $3 client version, then complete_op's $2..$7 and $9.
 CREATE OR REPLACE FUNCTION tracker_gated_complete(
     bytea, text, text, text, bigint[], text[], text[], text[], bigint, text[])
-RETURNS TABLE (user_id text, user_status text, user_roles text[], project tracker_projects,
+RETURNS TABLE (user_id text, user_status text, user_roles text[], project text,
                ran boolean, ok boolean, job_statuses text[])
 LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
 #variable_conflict use_column
@@ -446,7 +449,7 @@ $fn$;
 -- $1 token digest, $2 project, $3 client version, then fail_op's $2..$7 and $9.
 CREATE OR REPLACE FUNCTION tracker_gated_fail(
     bytea, text, text, text, bigint[], text[], boolean[], text[], bigint, text[])
-RETURNS TABLE (user_id text, user_status text, user_roles text[], project tracker_projects,
+RETURNS TABLE (user_id text, user_status text, user_roles text[], project text,
                ran boolean, ok boolean, job_statuses text[])
 LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
 #variable_conflict use_column
@@ -468,7 +471,7 @@ $fn$;
 -- $1 token digest, $2 project, $3 client version, then extend_op's $2..$6 and $8.
 CREATE OR REPLACE FUNCTION tracker_gated_extend(
     bytea, text, text, text, bigint[], text[], bigint, bigint, text[])
-RETURNS TABLE (user_id text, user_status text, user_roles text[], project tracker_projects,
+RETURNS TABLE (user_id text, user_status text, user_roles text[], project text,
                ran boolean, ok boolean, job_statuses text[])
 LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan AS $fn$
 #variable_conflict use_column
