@@ -200,11 +200,11 @@ async def test_unchanged_worker_mapping_is_not_locked(pg_dsn, max_jobs: int) -> 
         async with holder.transaction():
             await holder.execute("SELECT 1 FROM tracker_workers WHERE worker_id = 'w' FOR UPDATE")
             got = await asyncio.wait_for(
-                store.claim("u", "p", ClaimRequest("w", max_jobs, 30, (), 1)), 5
+                store.claim("u", "p", ClaimRequest("w", max_jobs, 30, (), 1)), 30
             )
             items = [CompleteItem(j.job_id, j.attempt_id, Outcome("success"), None)
                      for j in got.jobs]
-            done = await asyncio.wait_for(store.complete("u", "p", "w", items), 5)
+            done = await asyncio.wait_for(store.complete("u", "p", "w", items), 30)
             assert [r.applied for r in done] == [True] * len(items)
         await store.claim("v", "p", ClaimRequest("w", max_jobs, 30, (), 1))
         [m] = await store.list_worker_mappings("w", 5)
