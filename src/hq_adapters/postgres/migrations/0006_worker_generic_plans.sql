@@ -223,7 +223,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      locked_done AS (
         SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND j.job_id = ANY ($3::bigint[]) AND j.attempt_id = ANY ($4::text[])
+          AND j.job_id = ANY ($3::bigint[])
           AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $7
         ORDER BY j.job_id
         FOR UPDATE
@@ -276,7 +276,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      locked_failed AS (
         SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND j.job_id = ANY ($3::bigint[]) AND j.attempt_id = ANY ($4::text[])
+          AND j.job_id = ANY ($3::bigint[])
           AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $7
         ORDER BY j.job_id
         FOR UPDATE
@@ -336,7 +336,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $7),
      locked_extended AS (
         SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND j.job_id = ANY ($3::bigint[]) AND j.attempt_id = ANY ($4::text[])
+          AND j.job_id = ANY ($3::bigint[])
           AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $5
         ORDER BY j.job_id
         FOR UPDATE

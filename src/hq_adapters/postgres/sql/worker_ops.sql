@@ -18,13 +18,12 @@ FROM tracker_worker_gate($1, $2) AS g
 -- in worker_context, an unchanged worker mapping is neither written nor locked.
 -- The lock scan reads tracker_jobs alone, probing the primary key with the batch's job ids:
 -- no join with the items that a plan could run as items × items (a nested loop over the item
--- list per row: 65,280 rows filtered at 256 items), and no status = 'wip' (implied by a
--- matching attempt_id, by the table's CHECK) that would let a plan read the project's live
--- leases through the partial wip index instead. Matching job and attempt ids separately may
--- lock a row whose attempt id came with another item (attempt ids are unique per job, so only
--- a confused client does that); the UPDATE matches the exact pairs, so such a row is locked
--- for the statement and not changed. The UPDATE is as in complete_batch (robust to stale
--- planner statistics).
+-- list per row: 65,280 rows filtered at 256 items), no per-row test against the list of
+-- attempt ids (8 ms at 256 items), and no status = 'wip' that would let a plan read the
+-- project's live leases through the partial wip index instead. It may lock a row of this
+-- worker whose attempt the batch names wrongly (stale); the UPDATE matches the exact
+-- (job, attempt) pairs, so such a row is locked for the statement and not changed. The UPDATE
+-- is as in complete_batch (robust to stale planner statistics).
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      p AS (SELECT status FROM tracker_projects WHERE id = $1),
      ok AS (
@@ -49,7 +48,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      locked_done AS (
         SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND j.job_id = ANY ($3::bigint[]) AND j.attempt_id = ANY ($4::text[])
+          AND j.job_id = ANY ($3::bigint[])
           AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $7
         ORDER BY j.job_id
         FOR UPDATE
@@ -97,7 +96,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      locked_failed AS (
         SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND j.job_id = ANY ($3::bigint[]) AND j.attempt_id = ANY ($4::text[])
+          AND j.job_id = ANY ($3::bigint[])
           AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $7
         ORDER BY j.job_id
         FOR UPDATE
@@ -151,7 +150,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $7),
      locked_extended AS (
         SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND j.job_id = ANY ($3::bigint[]) AND j.attempt_id = ANY ($4::text[])
+          AND j.job_id = ANY ($3::bigint[])
           AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $5
         ORDER BY j.job_id
         FOR UPDATE
