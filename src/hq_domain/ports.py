@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from hq_domain.jobs import Job, JobSpec, JobStatus
 from hq_domain.projects import Project, ProjectPut, ProjectSummary
@@ -23,6 +23,11 @@ from hq_domain.worker import (
     FailItem,
     ItemResult,
 )
+
+R = TypeVar("R")
+Gated = tuple[Principal | None, Project | None, R | None]
+"""What a ``gated_*`` call read for the gate (token owner, project) and the operation's result,
+None when the gate did not pass."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +62,35 @@ class WorkerPort(Protocol):
         """``principal_for_token(token)`` and ``gate_project(project_id)`` in one read, for the
         gate of spec §1.6 (which then checks in its own order). The project is looked up only
         when ``project_id`` is an ID (else None)."""
+        ...
+
+    async def gated_claim(
+        self, token: str, project_id: str, client_version: str, request: ClaimRequest
+    ) -> Gated[ClaimResult]:
+        """``worker_gate`` then, only when :func:`hq_domain.worker.gate_passes`, ``claim`` for
+        the token's user (raising what it raises): the result is None exactly when the gate
+        does not pass. One round trip on the PostgreSQL adapter for small batches."""
+        ...
+
+    async def gated_complete(
+        self, token: str, project_id: str, client_version: str, worker_id: str,
+        items: Sequence[CompleteItem],
+    ) -> Gated[list[ItemResult]]:
+        """As ``gated_claim``, for ``complete``."""
+        ...
+
+    async def gated_fail(
+        self, token: str, project_id: str, client_version: str, worker_id: str,
+        items: Sequence[FailItem],
+    ) -> Gated[list[ItemResult]]:
+        """As ``gated_claim``, for ``fail``."""
+        ...
+
+    async def gated_extend_lease(
+        self, token: str, project_id: str, client_version: str, worker_id: str,
+        extend_seconds: int, items: Sequence[AttemptRef],
+    ) -> Gated[list[ItemResult]]:
+        """As ``gated_claim``, for ``extend_lease``."""
         ...
 
     async def policy(self, user_id: str, project_id: str) -> Project: ...

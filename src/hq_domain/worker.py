@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hq_domain import ratelimit
+from hq_domain.ids import is_id
 from hq_domain.jobs import ArtifactReceipt, ClaimedJob, ExecutionError, JobStatus, Outcome
 from hq_domain.projects import ClaimOrder, Project
+from hq_domain.users import Principal, Role, UserStatus
 
 UNLIMITED_RETRY_AFTER_MS = 1000
 MAX_BATCH_ITEMS = 256
@@ -19,6 +21,24 @@ CLAIM_SWEEP_LIMIT = 256
 """D2: a claim resets at most this many expired leases of its project before claiming, so a
 backlog of expired leases costs each claim a bounded amount of work; the background sweeper
 clears the rest in full batches."""
+
+
+def gate_passes(
+    principal: Principal | None, project: Project | None, project_id: str, client_version: str
+) -> bool:
+    """True when the worker-route gate (spec §1.6 steps 1–5) raises nothing: a known token of
+    an active worker whose id is an ID, an existing project with an ID, and a client version
+    on its allowlist. The ``gated_*`` store calls run their operation only then; the API
+    raises the gate's errors, in the wire order, otherwise."""
+    return (
+        principal is not None
+        and project is not None
+        and is_id(project_id)
+        and is_id(principal.user_id)
+        and principal.status is UserStatus.ACTIVE
+        and Role.WORKER in principal.roles
+        and client_version in project.client_versions
+    )
 
 
 @dataclass(frozen=True, slots=True)

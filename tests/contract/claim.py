@@ -10,17 +10,21 @@ import pytest
 from hq_domain.errors import NotFound, PermissionDenied, ProjectNotActive
 from hq_domain.jobs import JobStatus
 from hq_domain.users import Role, UserStatus
+from hq_domain.worker import gate_passes
 from tests.contract.helpers import (
     WORKER,
     WORKER_USER,
     claim,
+    claim_req,
     counts,
+    done_item,
     ext_jobs,
     fail,
     fail_item,
     job,
     now_s,
     put,
+    ref,
     worker_user,
 )
 
@@ -216,6 +220,63 @@ class ClaimContract:
         for r in results:
             for j in r.jobs:
                 assert (await store.get_job("p1", j.job_id)).attempt_id == j.attempt_id
+
+    @pytest.mark.parametrize("max_jobs", [1, 64])  # PostgreSQL: one round trip / two
+    async def test_gated_calls_run_only_when_the_gate_passes(self, store, clock, max_jobs):
+        """gated_* = worker_gate, then the operation exactly when gate_passes: every gate
+        failure (unknown/revoked token, non-ID project, missing project, inactive or non-worker
+        user, version not allowed) returns no result and writes nothing."""
+        await worker_user(store)
+        await store.set_machine_token(WORKER_USER, "tok-w")
+        await store.put_user("adm", UserStatus.ACTIVE, [Role.ADMIN])
+        await store.set_machine_token("adm", "tok-a")
+        await put(store, client_versions=("v1", "v 2"))
+        await store.enqueue("p1", ext_jobs("a", "b"))
+        req = claim_req(max_jobs=max_jobs)
+        for token, project, version in [
+            ("nope", "p1", "v1"), ("tok-w", "p 1", "v1"), ("tok-w", "p\x00", "v1"),
+            ("tok-w", "p2", "v1"), ("tok-a", "p1", "v1"), ("tok-w", "p1", "v"),
+            ("tok-w", "p1", ""), ("tok-w", "p1", "v1\x00"), ("tok-w", "p1", "V1"),
+        ]:
+            principal, found, result = await store.gated_claim(token, project, version, req)
+            assert result is None, (token, project, version)
+            assert (principal, found) == await store.worker_gate(token, project)
+            assert not gate_passes(principal, found, project, version)
+        assert (await counts(store))["todo"] == 2
+        principal, found, result = await store.gated_claim("tok-w", "p1", "v 2", req)
+        assert principal.user_id == WORKER_USER and found.id == "p1"
+        assert len(result.jobs) == min(2, max_jobs)
+        refs = [ref(j.job_id, j.attempt_id) for j in result.jobs]
+        for op in ("extend", "fail", "complete"):
+            for token, version in [("nope", "v1"), ("tok-a", "v1"), ("tok-w", "v3")]:
+                assert (await self._gated(store, op, token, version, refs))[2] is None
+        [extended] = (await self._gated(store, "extend", "tok-w", "v1", refs[:1]))[2]
+        assert extended.applied and extended.lease_expires_at == now_s(clock) + 30
+        [failed] = (await self._gated(store, "fail", "tok-w", "v1", refs[:1]))[2]
+        assert failed.applied and failed.job_status is JobStatus.TODO
+        if len(refs) > 1:
+            [done] = (await self._gated(store, "complete", "tok-w", "v1", refs[1:]))[2]
+            assert done.applied and done.job_status is JobStatus.DONE
+        await store.revoke_machine_token(WORKER_USER)
+        assert (await store.gated_claim("tok-w", "p1", "v1", req))[2] is None
+        await store.put_user(WORKER_USER, UserStatus.SUSPENDED, [Role.WORKER])
+        await store.set_machine_token(WORKER_USER, "tok-w2")
+        assert (await store.gated_claim("tok-w2", "p1", "v1", req))[2] is None
+        # past the gate, the operation's own errors are raised (here: 409 for an archived project)
+        await store.put_user(WORKER_USER, UserStatus.ACTIVE, [Role.WORKER])
+        await put(store, status="archived", client_versions=("v1",))
+        with pytest.raises(ProjectNotActive):
+            await store.gated_claim("tok-w2", "p1", "v1", req)
+
+    @staticmethod
+    async def _gated(store, op, token, version, refs):
+        if op == "extend":
+            return await store.gated_extend_lease(token, "p1", version, WORKER, 30, refs)
+        if op == "fail":
+            items = [fail_item(r.job_id, r.attempt_id) for r in refs]
+            return await store.gated_fail(token, "p1", version, WORKER, items)
+        items = [done_item(r.job_id, r.attempt_id) for r in refs]
+        return await store.gated_complete(token, "p1", version, WORKER, items)
 
     async def test_worker_gate_reads_token_owner_and_project(self, store, clock):
         await store.put_user("g1", UserStatus.SUSPENDED, [Role.ADMIN])

@@ -41,7 +41,11 @@ async def describe(conn: asyncpg.Connection) -> dict[str, list[tuple]]:
 def test_versions_are_numbered_from_the_base() -> None:
     found = migrations()
     assert found, "no migrations shipped"
-    assert [m.version for m in found] == [VERSION_BASE + i for i in range(1, len(found) + 1)]
+    versions = [m.version for m in found]
+    # Unique and increasing from the base; parallel branches reserve numbers, so a branch may
+    # ship e.g. 0006 before 0004/0005 are merged (the runner applies whatever is missing).
+    assert versions[0] == VERSION_BASE + 1
+    assert versions == sorted(set(versions))
     assert ADVISORY_LOCK == 7532194861021
 
 

@@ -4,10 +4,13 @@ call, the sweep bound, accept_types and retry exhaustion."""
 
 from __future__ import annotations
 
+import asyncio
+
 import asyncpg
 import pytest
 
 from hq_adapters.postgres import PostgresStore
+from hq_adapters.postgres import worker as pg_worker
 from hq_domain.clock import ManualClock, seconds
 from hq_domain.jobs import ExecutionError, JobSpec, Outcome
 from hq_domain.projects import ClaimOrder, ProjectPut
@@ -106,17 +109,29 @@ async def test_fast_claim_declines_what_it_does_not_cover(pg_dsn) -> None:
         await store.close()
 
 
+@pytest.mark.parametrize("generic_max", [pg_worker.GENERIC_PLAN_MAX_ITEMS, 0])
 @pytest.mark.parametrize("op", ["complete", "fail", "extend"])
-async def test_fast_mutations_equal_the_transactional_path(pg_dsn, op: str) -> None:
+async def test_fast_mutations_equal_the_transactional_path(
+    pg_dsn, op: str, generic_max: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """complete_op/fail_op/extend_op against the general path (complete_batch etc.), which runs
     when the one-statement form declines: same item results and the same rows, including a
-    duplicate, a stale attempt, another worker's lease and an expired lease."""
+    duplicate, a stale attempt, another worker's lease and an expired lease. Run through the
+    generic-plan functions (the batch is small) and, with the threshold at 0, the plain
+    statements."""
+    monkeypatch.setattr(pg_worker, "GENERIC_PLAN_MAX_ITEMS", generic_max)
     clock = ManualClock()
     store = PostgresStore(await asyncpg.create_pool(pg_dsn, min_size=1, max_size=2), clock)
     fast_fetchrow = store._fetchrow
 
+    seen = []
+
+    async def recording(name, *args):
+        seen.append(name)
+        return await fast_fetchrow(name, *args)
+
     async def declining(name, *args):
-        if name.endswith("_op"):
+        if name.endswith(("_op", "_op_generic")):
             return {"ok": False}
         return await fast_fetchrow(name, *args)
 
@@ -135,7 +150,7 @@ async def test_fast_mutations_equal_the_transactional_path(pg_dsn, op: str) -> N
             refs = [*mine, mine[0], other[0], short[0]]
             items = [AttemptRef(j.job_id, j.attempt_id) for j in refs]
             items.insert(1, AttemptRef(mine[1].job_id, "at_stale"))
-            store._fetchrow = fast_fetchrow if project == "fast" else declining
+            store._fetchrow = recording if project == "fast" else declining
             if op == "complete":
                 out = await store.complete(
                     "u", project, "w",
@@ -163,5 +178,37 @@ async def test_fast_mutations_equal_the_transactional_path(pg_dsn, op: str) -> N
         assert outcomes[0] == outcomes[1]
         assert states[0] == states[1]
         assert sum(a for a, _, _ in outcomes[0]) == 4
+        assert seen == [f"{op}_op_generic" if generic_max else f"{op}_op"]
     finally:
+        await store.close()
+
+
+@pytest.mark.parametrize("max_jobs", [1, 64])  # the generic-plan function and the plain statement
+async def test_unchanged_worker_mapping_is_not_locked(pg_dsn, max_jobs: int) -> None:
+    """A worker's requests do not queue behind each other on its tracker_workers row: with the
+    mapping unchanged, claim and complete neither write nor lock it (a transaction holding the
+    row does not block them), while a changed mapping is still written (last writer wins)."""
+    clock = ManualClock()
+    store = PostgresStore(await asyncpg.create_pool(pg_dsn, min_size=1, max_size=3), clock)
+    holder = await asyncpg.connect(pg_dsn)
+    try:
+        for user in ("u", "v"):
+            await store.put_user(user, UserStatus.ACTIVE, [Role.WORKER])
+        await store.put_project("p", ProjectPut(status="active", identity_mode="none"))
+        await store.enqueue("p", [JobSpec(f"v{i}") for i in range(4)])
+        await store.claim("u", "p", ClaimRequest("w", 1, 30, (), 1))  # maps w → u
+        async with holder.transaction():
+            await holder.execute("SELECT 1 FROM tracker_workers WHERE worker_id = 'w' FOR UPDATE")
+            got = await asyncio.wait_for(
+                store.claim("u", "p", ClaimRequest("w", max_jobs, 30, (), 1)), 30
+            )
+            items = [CompleteItem(j.job_id, j.attempt_id, Outcome("success"), None)
+                     for j in got.jobs]
+            done = await asyncio.wait_for(store.complete("u", "p", "w", items), 30)
+            assert [r.applied for r in done] == [True] * len(items)
+        await store.claim("v", "p", ClaimRequest("w", max_jobs, 30, (), 1))
+        [m] = await store.list_worker_mappings("w", 5)
+        assert m.user_id == "v"
+    finally:
+        await holder.close()
         await store.close()

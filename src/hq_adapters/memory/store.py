@@ -6,7 +6,7 @@ The clock is read after the lock is taken (D8), once per call, so each call sees
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
 from hq_adapters.memory import admin_ops, user_ops, web_ops, worker_ops
@@ -14,7 +14,7 @@ from hq_adapters.memory.state import MemoryState
 from hq_domain.clock import Clock, seconds
 from hq_domain.ids import is_id
 from hq_domain.jobs import Job, JobSpec, JobStatus
-from hq_domain.ports import JobPage, WorkerMapping
+from hq_domain.ports import Gated, JobPage, WorkerMapping
 from hq_domain.projects import Project, ProjectPut, ProjectSummary
 from hq_domain.users import Principal, Role, User, UserListItem, UserStatus
 from hq_domain.worker import (
@@ -24,6 +24,7 @@ from hq_domain.worker import (
     CompleteItem,
     FailItem,
     ItemResult,
+    gate_passes,
 )
 
 T = TypeVar("T")
@@ -57,6 +58,49 @@ class MemoryStore:
                 user_ops.principal_for_token(self.state, token),
                 self.state.projects.get(project_id) if is_id(project_id) else None,
             )
+        )
+
+    async def _gated(
+        self, token: str, project_id: str, client_version: str,
+        op: Callable[[str], Awaitable[T]],
+    ) -> Gated[T]:
+        principal, project = await self.worker_gate(token, project_id)
+        if principal is None or not gate_passes(principal, project, project_id, client_version):
+            return principal, project, None
+        return principal, project, await op(principal.user_id)
+
+    async def gated_claim(
+        self, token: str, project_id: str, client_version: str, request: ClaimRequest
+    ) -> Gated[ClaimResult]:
+        return await self._gated(
+            token, project_id, client_version, lambda user: self.claim(user, project_id, request)
+        )
+
+    async def gated_complete(
+        self, token: str, project_id: str, client_version: str, worker_id: str,
+        items: Sequence[CompleteItem],
+    ) -> Gated[list[ItemResult]]:
+        return await self._gated(
+            token, project_id, client_version,
+            lambda user: self.complete(user, project_id, worker_id, items),
+        )
+
+    async def gated_fail(
+        self, token: str, project_id: str, client_version: str, worker_id: str,
+        items: Sequence[FailItem],
+    ) -> Gated[list[ItemResult]]:
+        return await self._gated(
+            token, project_id, client_version,
+            lambda user: self.fail(user, project_id, worker_id, items),
+        )
+
+    async def gated_extend_lease(
+        self, token: str, project_id: str, client_version: str, worker_id: str,
+        extend_seconds: int, items: Sequence[AttemptRef],
+    ) -> Gated[list[ItemResult]]:
+        return await self._gated(
+            token, project_id, client_version,
+            lambda user: self.extend_lease(user, project_id, worker_id, extend_seconds, items),
         )
 
     async def policy(self, user_id: str, project_id: str) -> Project:

@@ -1,6 +1,8 @@
 -- The schema the code expects: what the migration chain produces on an empty database
 -- (tests/integration/test_migrations.py compares the two). Table and column names are the
 -- reference implementation's (spec §2.12). Times are UNIX seconds unless named *_ns / *_ms.
+-- The worker hot path's functions (migration 0006) are not repeated here: their bodies are the
+-- sql/worker_ops.sql blocks (tests/integration/test_generic_plans.py compares them).
 
 CREATE TABLE tracker_schema_migrations (
     version bigint PRIMARY KEY,

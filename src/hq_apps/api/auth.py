@@ -64,22 +64,44 @@ async def admin_principal(request: Request[Any, Any, Any], store: AuthPort) -> P
     return principal
 
 
-async def worker_gate(
-    request: Request[Any, Any, Any], store: WorkerPort, project_id: str
-) -> tuple[Principal, Project]:
-    """The client-version gate of every worker route, in the exact order of spec §1.6.
+def request_token(request: Request[Any, Any, Any]) -> str:
+    """The bearer token, or 401 for a missing, malformed or over-long one (no store read)."""
+    return _request_token(request)
 
-    Token owner and project come from one read (``WorkerPort.worker_gate``); the checks then
-    run on them in the wire order 401 → 400 → 404 → 403 → 426.
-    """
-    found, project = await store.worker_gate(_request_token(request), project_id)
+
+def client_version(request: Request[Any, Any, Any]) -> str:
+    """``X-SavewebHQ-Client-Version`` as received; missing reads as "" (never allowed)."""
+    return header(request, CLIENT_VERSION_HEADER) or ""
+
+
+def check_worker_gate(
+    request: Request[Any, Any, Any],
+    found: Principal | None,
+    project: Project | None,
+    project_id: str,
+) -> tuple[Principal, Project]:
+    """Spec §1.6 steps 1–5 on what the gate read found, in the wire order 401 → 400 → 404 →
+    403 → 426. Raises exactly when :func:`hq_domain.worker.gate_passes` is false."""
     principal = _known(request, found)
     if not is_id(project_id) or not is_id(principal.user_id):
         raise InvalidRequest("invalid project ID")
     if project is None:
         raise NotFound("user or project not found")
     require_worker(principal.status, principal.roles)
-    version = header(request, CLIENT_VERSION_HEADER) or ""
+    version = client_version(request)
     if version not in project.client_versions:
         raise ClientUpgradeRequired(version, list(project.client_versions))
     return principal, project
+
+
+async def worker_gate(
+    request: Request[Any, Any, Any], store: WorkerPort, project_id: str
+) -> tuple[Principal, Project]:
+    """The client-version gate of every worker route, in the exact order of spec §1.6.
+
+    Token owner and project come from one read (``WorkerPort.worker_gate``); the checks then
+    run on them in the wire order (:func:`check_worker_gate`). The claim/complete/fail/extend
+    routes usually fold this read into their operation (``WorkerPort.gated_*``).
+    """
+    found, project = await store.worker_gate(_request_token(request), project_id)
+    return check_worker_gate(request, found, project, project_id)

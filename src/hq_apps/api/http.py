@@ -7,12 +7,14 @@ spec's: content type, 8 MiB cap, ``invalid JSON body: ...``, exactly one JSON va
 from __future__ import annotations
 
 import asyncio
-from typing import Any, TypeVar
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import msgspec
 from litestar import Request, Response
 
-from hq_domain.errors import InvalidRequest
+from hq_domain.errors import HqError, InvalidRequest
 from hq_domain.validation import DEPTH_MESSAGE
 
 MAX_JSON_BODY = 8 * 1024 * 1024
@@ -20,6 +22,7 @@ JSON_MEDIA_TYPE = "application/json"
 READ_TIMEOUT_S = 15.0
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 _encoder = msgspec.json.Encoder()
 _decoders: dict[type, msgspec.json.Decoder[Any]] = {}
@@ -110,3 +113,45 @@ async def read_json(request: Request[Any, Any, Any], kind: type[T]) -> T:
     if media_type(header(request, b"content-type")) != JSON_MEDIA_TYPE:
         raise InvalidRequest("content type must be application/json")
     return decode_json(await read_body(request), kind)
+
+
+EARLY_BODY_LIMIT = 64 * 1024
+"""Bodies declared at most this large may be read before the worker gate, so the gate read and
+the operation share one round trip; an unauthenticated client costs at most this much."""
+
+
+@dataclass(frozen=True, slots=True)
+class EarlyBody(Generic[T]):
+    """A body read before the gate: decoded, or the error to raise once the gate has passed
+    (spec §1.6: gate errors come before body errors)."""
+
+    body: T | None
+    error: HqError | None
+
+    def get(self) -> T:
+        if self.error is not None:
+            raise self.error
+        assert self.body is not None
+        return self.body
+
+    def prepared(self, prepare: Callable[[T], R]) -> R | None:
+        """``prepare(body)`` (pure request validation), or None when the body or its
+        validation failed: the caller then runs the gate first and raises in wire order."""
+        if self.body is None:
+            return None
+        try:
+            return prepare(self.body)
+        except HqError:
+            return None
+
+
+async def read_early(request: Request[Any, Any, Any], kind: type[T]) -> EarlyBody[T] | None:
+    """The body, read now when it declares a Content-Length of at most ``EARLY_BODY_LIMIT``;
+    None (nothing read) otherwise, and the route reads it after the gate as usual."""
+    declared = header(request, b"content-length")
+    if declared is None or not declared.isdigit() or int(declared) > EARLY_BODY_LIMIT:
+        return None
+    try:
+        return EarlyBody(await read_json(request, kind), None)
+    except HqError as exc:
+        return EarlyBody(None, exc)

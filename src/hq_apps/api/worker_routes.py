@@ -1,4 +1,10 @@
-"""Worker API, routes 19–23 (spec §1.6, §1.7.10–§1.7.15)."""
+"""Worker API, routes 19–23 (spec §1.6, §1.7.10–§1.7.15).
+
+Claim, complete, fail and extend-lease read a small body first (``read_early``) and, when it is
+valid, run the gate read and the operation as one store call (``gated_*``: one round trip on
+PostgreSQL); the gate's checks still raise first, in the wire order. Otherwise — a large or
+invalid body — the gate runs first and the body is read or its error raised afterwards.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +15,8 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
 from hq_apps.api import wire_in as w
-from hq_apps.api.auth import worker_gate
-from hq_apps.api.http import json_response, read_json
+from hq_apps.api.auth import check_worker_gate, client_version, request_token, worker_gate
+from hq_apps.api.http import json_response, read_early, read_json
 from hq_apps.api.openapi import CLIENT_VERSION, WORKER_ERRORS, op
 from hq_apps.api.requestlog import set_worker_id
 from hq_apps.api.wire_out import (
@@ -26,7 +32,7 @@ from hq_domain.errors import HqError
 from hq_domain.jobs import ArtifactReceipt
 from hq_domain.ports import Store
 from hq_domain.projects import WorkerOp, require_op_allowed
-from hq_domain.worker import AttemptRef, CompleteItem, FailItem
+from hq_domain.worker import AttemptRef, ClaimRequest, CompleteItem, FailItem
 
 _Req = Request[Any, Any, Any]
 TAGS = ["worker"]
@@ -55,6 +61,38 @@ def _fail_item(item: w.FailItemIn) -> FailItem:
     return FailItem(ref.job_id, ref.attempt_id, bool(item.retryable), error)
 
 
+def _claim_request(body: w.ClaimIn) -> ClaimRequest:
+    return v.validate_claim(
+        body.worker_id, body.max_jobs, body.lease_seconds, body.accept_types, body.policy_version
+    )
+
+
+# Whole-batch validation for the one-round-trip path (read_early): pure, raises what the
+# gate-first path would raise after the gate (which then also orders 409 before item errors).
+def _complete_batch(body: w.CompleteIn) -> tuple[str, list[CompleteItem]]:
+    items_in = body.items or []
+    v.check_batch_shape(body.worker_id, len(items_in), "invalid completion batch")
+    return body.worker_id or "", [_complete_item(i) for i in items_in]
+
+
+def _fail_batch(body: w.FailIn) -> tuple[str, list[FailItem]]:
+    items_in = body.items or []
+    v.check_batch_shape(body.worker_id, len(items_in), "invalid failure batch")
+    return body.worker_id or "", [_fail_item(i) for i in items_in]
+
+
+def _extend_batch(body: w.ExtendIn) -> tuple[str, int, list[AttemptRef]]:
+    items_in = body.items or []
+    message = "invalid lease extension batch"
+    v.check_batch_shape(body.worker_id, len(items_in), message)
+    seconds = v.check_lease_seconds(body.extend_seconds, message)
+    return (
+        body.worker_id or "",
+        seconds,
+        [v.check_attempt_ref(i.job_id, i.attempt_id) for i in items_in],
+    )
+
+
 async def _status_first(
     store: Store, project_id: str, op_kind: WorkerOp, exc: HqError
 ) -> NoReturn:
@@ -79,17 +117,22 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
         **op("Claim jobs", TAGS, w.ClaimIn, ClaimOut, **CLAIM),
     )
     async def claim(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
+        token = request_token(request)
+        early = await read_early(request, w.ClaimIn)
+        req = early.prepared(_claim_request) if early else None
+        if early is not None and req is not None:
+            found, project, result = await store.gated_claim(
+                token, project_id, client_version(request), req
+            )
+            principal, _ = check_worker_gate(request, found, project, project_id)
+            set_worker_id(request.scope, req.worker_id)
+            if result is None:  # not expected: the gate passed, so the claim should have run
+                result = await store.claim(principal.user_id, project_id, req)
+            return json_response(claim_out(result))
         principal, _ = await worker_gate(request, store, project_id)
-        body = await read_json(request, w.ClaimIn)
+        body = early.get() if early else await read_json(request, w.ClaimIn)
         set_worker_id(request.scope, body.worker_id)
-        req = v.validate_claim(
-            body.worker_id,
-            body.max_jobs,
-            body.lease_seconds,
-            body.accept_types,
-            body.policy_version,
-        )
-        result = await store.claim(principal.user_id, project_id, req)
+        result = await store.claim(principal.user_id, project_id, _claim_request(body))
         return json_response(claim_out(result))
 
     @post(
@@ -97,8 +140,21 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
         **op("Complete attempts", TAGS, w.CompleteIn, BatchResultOut, **WORKER),
     )
     async def complete(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
+        token = request_token(request)
+        early = await read_early(request, w.CompleteIn)
+        ready = early.prepared(_complete_batch) if early else None
+        if ready is not None:
+            worker_id, items = ready
+            found, project, results = await store.gated_complete(
+                token, project_id, client_version(request), worker_id, items
+            )
+            principal, _ = check_worker_gate(request, found, project, project_id)
+            set_worker_id(request.scope, worker_id)
+            if results is None:
+                results = await store.complete(principal.user_id, project_id, worker_id, items)
+            return json_response(item_results(results))
         principal, _ = await worker_gate(request, store, project_id)
-        body = await read_json(request, w.CompleteIn)
+        body = early.get() if early else await read_json(request, w.CompleteIn)
         set_worker_id(request.scope, body.worker_id)
         items_in = body.items or []
         v.check_batch_shape(body.worker_id, len(items_in), "invalid completion batch")
@@ -114,8 +170,21 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
         **op("Fail attempts", TAGS, w.FailIn, BatchResultOut, **WORKER),
     )
     async def fail(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
+        token = request_token(request)
+        early = await read_early(request, w.FailIn)
+        ready = early.prepared(_fail_batch) if early else None
+        if ready is not None:
+            worker_id, items = ready
+            found, project, results = await store.gated_fail(
+                token, project_id, client_version(request), worker_id, items
+            )
+            principal, _ = check_worker_gate(request, found, project, project_id)
+            set_worker_id(request.scope, worker_id)
+            if results is None:
+                results = await store.fail(principal.user_id, project_id, worker_id, items)
+            return json_response(item_results(results))
         principal, _ = await worker_gate(request, store, project_id)
-        body = await read_json(request, w.FailIn)
+        body = early.get() if early else await read_json(request, w.FailIn)
         set_worker_id(request.scope, body.worker_id)
         items_in = body.items or []
         v.check_batch_shape(body.worker_id, len(items_in), "invalid failure batch")
@@ -131,15 +200,30 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
         **op("Extend leases", TAGS, w.ExtendIn, BatchResultOut, **WORKER),
     )
     async def extend_lease(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
+        token = request_token(request)
+        early = await read_early(request, w.ExtendIn)
+        ready = early.prepared(_extend_batch) if early else None
+        if ready is not None:
+            worker_id, seconds, refs = ready
+            found, project, results = await store.gated_extend_lease(
+                token, project_id, client_version(request), worker_id, seconds, refs
+            )
+            principal, _ = check_worker_gate(request, found, project, project_id)
+            set_worker_id(request.scope, worker_id)
+            if results is None:
+                results = await store.extend_lease(
+                    principal.user_id, project_id, worker_id, seconds, refs
+                )
+            return json_response(item_results(results))
         principal, _ = await worker_gate(request, store, project_id)
-        body = await read_json(request, w.ExtendIn)
+        body = early.get() if early else await read_json(request, w.ExtendIn)
         set_worker_id(request.scope, body.worker_id)
         items_in = body.items or []
         message = "invalid lease extension batch"
         v.check_batch_shape(body.worker_id, len(items_in), message)
         seconds = v.check_lease_seconds(body.extend_seconds, message)
         try:
-            refs: list[AttemptRef] = [v.check_attempt_ref(i.job_id, i.attempt_id) for i in items_in]
+            refs = [v.check_attempt_ref(i.job_id, i.attempt_id) for i in items_in]
         except HqError as exc:
             await _status_first(store, project_id, WorkerOp.EXTEND, exc)
         results = await store.extend_lease(

@@ -158,3 +158,45 @@ async def test_gate_ignores_project_status_but_operations_do_not(api: Api) -> No
     )
     r = await api.claim("p")
     assert r.status_code == 409
+
+
+@pytest.mark.parametrize("route", ["claim", "complete", "fail", "extend-lease"])
+async def test_worker_gate_order_with_a_valid_small_body(api: Api, route: str) -> None:
+    """A valid body declared small is read before the gate (the gate read and the operation
+    then share one store call), but the gate still answers first, in the same order, and a
+    refused request changes nothing; an invalid body still loses to every gate error."""
+    await api.put_project("p")
+    await api.store.bootstrap_user("idle", [Role.ADMIN], "idle-token")
+    idle = {"Authorization": "Bearer idle-token", "X-SavewebHQ-Client-Version": VERSION}
+    bodies = {
+        "claim": {"worker_id": "w", "max_jobs": 1, "lease_seconds": 30, "policy_version": 1},
+        "complete": {"worker_id": "w", "items": [
+            {"job_id": 1, "attempt_id": "at_x", "outcome": {"kind": "success"}}]},
+        "fail": {"worker_id": "w", "items": [
+            {"job_id": 1, "attempt_id": "at_x", "retryable": True, "error": {"code": "e"}}]},
+        "extend-lease": {"worker_id": "w", "extend_seconds": 30, "items": [
+            {"job_id": 1, "attempt_id": "at_x"}]},
+    }  # fmt: skip
+
+    async def post(project: str, headers: dict[str, str], body: object) -> httpx.Response:
+        return await api.client.post(
+            f"/api/v1/projects/{project}/jobs/{route}", json=body, headers=headers
+        )
+
+    for body in (bodies[route], {"worker_id": ""}):
+        r = await post("p", {"Authorization": "Bearer nope"}, body)
+        assert (r.status_code, error(r)["code"]) == (401, "invalid_machine_token")
+        r = await post("bad%20id", idle, body)
+        assert (r.status_code, error(r)["message"]) == (400, "invalid project ID")
+        r = await post("missing", idle, body)
+        assert (r.status_code, error(r)["message"]) == (404, "user or project not found")
+        r = await post("p", idle, body)
+        assert (r.status_code, error(r)["message"]) == (403, "active worker role required")
+        r = await post("p", {**WORKER, "X-SavewebHQ-Client-Version": "v0"}, body)
+        assert r.status_code == 426
+    assert await api.store.list_worker_mappings(None, 10) == []  # nothing ran
+    r = await post("p", WORKER, {"worker_id": ""})
+    assert (r.status_code, error(r)["code"]) == (400, "invalid_request")
+    r = await post("p", WORKER, bodies[route])
+    assert r.status_code == 200
+    assert [m.worker_id for m in await api.store.list_worker_mappings(None, 10)] == ["w"]

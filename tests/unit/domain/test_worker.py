@@ -68,3 +68,21 @@ def test_bucket_start_ms() -> None:
     assert bucket_start_ms(1_700_000_059_999) == 1_700_000_040_000
     assert bucket_start_ms(120_000) == 120_000
     assert bucket_start_ms(119_999) == 60_000
+
+
+def test_gate_passes_exactly_when_the_gate_raises_nothing() -> None:
+    from hq_domain.users import Principal, Role, UserStatus
+    from hq_domain.worker import gate_passes
+
+    p = project(client_versions=["v1"])
+    ok = Principal("u", UserStatus.ACTIVE, frozenset({Role.WORKER}))
+    assert gate_passes(ok, p, "p", "v1")
+    assert not gate_passes(None, p, "p", "v1")  # 401
+    assert not gate_passes(ok, p, "p 1", "v1")  # 400 project id
+    assert not gate_passes(replace(ok, user_id="u x"), p, "p", "v1")  # 400 user id
+    assert not gate_passes(ok, None, "p", "v1")  # 404
+    assert not gate_passes(replace(ok, status=UserStatus.SUSPENDED), p, "p", "v1")  # 403
+    assert not gate_passes(replace(ok, roles=frozenset({Role.ADMIN})), p, "p", "v1")  # 403
+    assert not gate_passes(ok, p, "p", "v1 ")  # 426: exact match only
+    assert not gate_passes(ok, p, "p", "")
+    assert not gate_passes(ok, project(client_versions=[]), "p", "v1")

@@ -1,8 +1,10 @@
 -- name: worker_context
 -- User and project as the operation sees them, plus the worker→user upsert (spec §2.10) done
 -- only when the user is an active worker and the project status allows the operation ($4).
--- One round trip; the upsert locks only the one tracker_workers row, and skips the write when
--- the mapping is unchanged.
+-- One round trip. An unchanged mapping is not touched at all: ON CONFLICT DO UPDATE would lock
+-- the row even when its WHERE skips the write (a WAL record per request, and a worker's
+-- concurrent requests queued on that lock). A changed or missing mapping is upserted, locking
+-- only that row; the last writer wins (spec §2.10).
 WITH u AS (SELECT id, status, roles FROM tracker_users WHERE id = $1),
      p AS (SELECT * FROM tracker_projects WHERE id = $2),
      w AS (
@@ -10,6 +12,7 @@ WITH u AS (SELECT id, status, roles FROM tracker_users WHERE id = $1),
         SELECT $3, u.id FROM u, p
         WHERE $3::text IS NOT NULL AND u.status = 'active' AND 'worker' = ANY (u.roles)
           AND p.status = ANY ($4::text[])
+          AND NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $3 AND user_id = u.id)
         ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
         WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
      )

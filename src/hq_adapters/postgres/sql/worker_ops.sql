@@ -2,11 +2,10 @@
 -- Client-version gate reads (spec §1.6 steps 1 and 3) in one round trip: the owner of a
 -- non-revoked token ($1, digest) and the project ($2, NULL when the path is not an ID), each
 -- all-NULL when absent. Plain reads, no locks: the operation re-reads both itself (step 8).
-SELECT u.id AS user_id, u.status AS user_status, u.roles AS user_roles, p.*
-FROM (SELECT 1) AS one
-LEFT JOIN (tracker_machine_tokens t JOIN tracker_users u ON u.id = t.user_id)
-       ON t.token_hash = $1 AND t.revoked_at IS NULL
-LEFT JOIN tracker_projects p ON p.id = $2
+-- The read is tracker_worker_gate (migration 0006), whose plan is cached generic: two key
+-- lookups, the same plan for every parameter.
+SELECT g.user_id, g.user_status, g.user_roles, (g.project).*
+FROM tracker_worker_gate($1, $2) AS g
 
 -- name: complete_op
 -- Route 21 as one autocommit statement: worker_context's checks and worker→user upsert plus
@@ -15,8 +14,16 @@ LEFT JOIN tracker_projects p ON p.id = $2
 -- the caller falls back to the transactional path, which raises the error). Same ordered
 -- locking and re-check as complete_batch; job_statuses are in input order, NULL = rejected.
 -- Lock order as on the transactional path: the worker row first (the `count(*) FROM w`
--- condition runs the upsert before any job row is locked), then job rows in job_id order.
--- Index conditions as in complete_batch (robust to stale planner statistics).
+-- condition runs the upsert before any job row is locked), then job rows in job_id order. As
+-- in worker_context, an unchanged worker mapping is neither written nor locked.
+-- The lock scan reads tracker_jobs alone, probing the primary key with the batch's job ids:
+-- no join with the items that a plan could run as items × items (a nested loop over the item
+-- list per row: 65,280 rows filtered at 256 items), no per-row test against the list of
+-- attempt ids (8 ms at 256 items), and no status = 'wip' that would let a plan read the
+-- project's live leases through the partial wip index instead. It may lock a row of this
+-- worker whose attempt the batch names wrongly (stale); the UPDATE matches the exact
+-- (job, attempt) pairs, so such a row is locked for the statement and not changed. The UPDATE
+-- is as in complete_batch (robust to stale planner statistics).
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      p AS (SELECT status FROM tracker_projects WHERE id = $1),
      ok AS (
@@ -26,6 +33,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
         SELECT $2, $8 FROM ok
+        WHERE NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $2 AND user_id = $8)
         ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
         WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
         RETURNING 1
@@ -38,12 +46,12 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
         SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
      ),
      locked_done AS (
-        SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
+        SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND j.project_id = $1 AND j.status = 'wip' AND j.attempt_id = f.attempt_id
-          AND j.worker_id = $2 AND j.lease_expires_at > $7 AND j.job_id = ANY ($3::bigint[])
+          AND j.job_id = ANY ($3::bigint[])
+          AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $7
         ORDER BY j.job_id
-        FOR UPDATE OF j
+        FOR UPDATE
      ),
      done AS (
         UPDATE tracker_jobs j
@@ -73,6 +81,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
         SELECT $2, $8 FROM ok
+        WHERE NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $2 AND user_id = $8)
         ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
         WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
         RETURNING 1
@@ -85,12 +94,12 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
         SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
      ),
      locked_failed AS (
-        SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
+        SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND j.project_id = $1 AND j.status = 'wip' AND j.attempt_id = f.attempt_id
-          AND j.worker_id = $2 AND j.lease_expires_at > $7 AND j.job_id = ANY ($3::bigint[])
+          AND j.job_id = ANY ($3::bigint[])
+          AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $7
         ORDER BY j.job_id
-        FOR UPDATE OF j
+        FOR UPDATE
      ),
      failed AS (
         UPDATE tracker_jobs j
@@ -126,6 +135,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $7),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
         SELECT $2, $7 FROM ok
+        WHERE NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $2 AND user_id = $7)
         ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
         WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
         RETURNING 1
@@ -138,12 +148,12 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $7),
         SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
      ),
      locked_extended AS (
-        SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
+        SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND j.project_id = $1 AND j.status = 'wip' AND j.attempt_id = f.attempt_id
-          AND j.worker_id = $2 AND j.lease_expires_at > $5 AND j.job_id = ANY ($3::bigint[])
+          AND j.job_id = ANY ($3::bigint[])
+          AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $5
         ORDER BY j.job_id
-        FOR UPDATE OF j
+        FOR UPDATE
      ),
      extended AS (
         UPDATE tracker_jobs j
@@ -183,6 +193,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
         SELECT $5, $8 FROM ok
+        WHERE NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $5 AND user_id = $8)
         ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
         WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
         RETURNING 1
@@ -257,6 +268,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
         SELECT $5, $8 FROM ok
+        WHERE NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $5 AND user_id = $8)
         ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
         WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
         RETURNING 1
@@ -316,3 +328,43 @@ FROM (SELECT 1) AS one
 LEFT JOIN (SELECT policy_version FROM p) AS pv ON true
 LEFT JOIN changed c ON c.ord IS NOT NULL
 ORDER BY c.ord
+
+
+-- name: claim_op_fifo_generic
+-- claim_op_fifo with the same parameters, run by its migration-0006 function under a cached
+-- generic plan: the adapter's choice for claims of at most GENERIC_PLAN_MAX_ITEMS jobs.
+SELECT * FROM tracker_claim_op_fifo($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ORDER BY ord
+
+-- name: claim_op_random_generic
+-- claim_op_random under a cached generic plan (see claim_op_fifo_generic).
+SELECT * FROM tracker_claim_op_random($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ORDER BY ord
+
+-- name: complete_op_generic
+-- complete_op under a cached generic plan, for batches of at most GENERIC_PLAN_MAX_ITEMS.
+SELECT * FROM tracker_complete_op($1, $2, $3, $4, $5, $6, $7, $8, $9)
+
+-- name: fail_op_generic
+-- fail_op under a cached generic plan, for batches of at most GENERIC_PLAN_MAX_ITEMS.
+SELECT * FROM tracker_fail_op($1, $2, $3, $4, $5, $6, $7, $8, $9)
+
+-- name: extend_op_generic
+-- extend_op under a cached generic plan, for batches of at most GENERIC_PLAN_MAX_ITEMS.
+SELECT * FROM tracker_extend_op($1, $2, $3, $4, $5, $6, $7, $8)
+
+-- name: gated_claim
+-- Routes 20's gate read (as worker_gate) and claim_op_* in one round trip, through migration
+-- 0006's tracker_gated_claim: the claim runs only when the gate lets the request through
+-- (ran); $4 is the claim order hint. One row; the claimed jobs as arrays in claim order.
+SELECT * FROM tracker_gated_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+
+-- name: gated_complete
+-- Route 21's gate read and complete_op in one round trip (tracker_gated_complete).
+SELECT * FROM tracker_gated_complete($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+
+-- name: gated_fail
+-- Route 22's gate read and fail_op in one round trip (tracker_gated_fail).
+SELECT * FROM tracker_gated_fail($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+
+-- name: gated_extend
+-- Route 23's gate read and extend_op in one round trip (tracker_gated_extend).
+SELECT * FROM tracker_gated_extend($1, $2, $3, $4, $5, $6, $7, $8, $9)

@@ -1,0 +1,191 @@
+"""The worker statements that run under cached generic plans (migration 0006).
+
+A generic plan is made once per server connection from whatever statistics exist then, and
+never sees the batch. So these tests (1) keep each function's body identical to its named
+block, (2) check the functions carry their own plan mode, and (3) build the generic plan of
+every block under statistics gathered while the project looked nothing like it does at run
+time (all todo then; thousands of finished rows and live leases now, another big project) and
+check that no scan of ``tracker_jobs`` reads more than the batch and the sweep bound: primary
+key probes for the job ids, the claim and expiry indexes for the queue, and no items × items
+join beyond the small batches these plans are used for.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import asyncpg
+import pytest
+
+from hq_adapters.postgres.queries import queries
+from hq_adapters.postgres.worker import _ALLOWED, GENERIC_PLAN_MAX_ITEMS
+from hq_domain.projects import WorkerOp
+
+pytestmark = pytest.mark.postgres
+
+_OPS = ("claim_op_fifo", "claim_op_random", "complete_op", "fail_op", "extend_op")
+B = GENERIC_PLAN_MAX_ITEMS
+SWEEP = 256
+NOW = 1_000_000
+
+
+def _statement(name: str) -> str:
+    return "\n".join(
+        line for line in queries()[name].splitlines() if not line.lstrip().startswith("--")
+    ).strip()
+
+
+async def test_function_bodies_are_the_named_blocks(pg_dsn) -> None:
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        for name in _OPS:
+            src, config = await conn.fetchrow(
+                "SELECT prosrc, proconfig FROM pg_proc WHERE proname = $1", f"tracker_{name}"
+            )
+            body = src.split("RETURN QUERY\n", 1)[1].rsplit(";\nEND", 1)[0].strip()
+            assert body == _statement(name), f"{name}: replace tracker_{name} in a migration"
+            assert config == ["plan_cache_mode=force_generic_plan"]
+        config = await conn.fetchval(
+            "SELECT proconfig FROM pg_proc WHERE proname = 'tracker_worker_gate'"
+        )
+        assert config == ["plan_cache_mode=force_generic_plan"]
+    finally:
+        await conn.close()
+
+
+_JOB = """
+INSERT INTO tracker_jobs (project_id, value, random_key, status, attempt_id, worker_id,
+                          lease_expires_at, created_at, updated_at, completed_at)
+SELECT $1, 'v' || g, (g * 7919) % 100003, $2,
+       CASE WHEN $2 = 'wip' THEN 'at_' || g END, CASE WHEN $2 = 'wip' THEN $3 END,
+       CASE WHEN $2 = 'wip' THEN $4::bigint END, g, g, CASE WHEN $2 = 'done' THEN g END
+FROM generate_series(1, $5) AS g
+"""
+
+
+async def _setup(conn: asyncpg.Connection) -> None:
+    await conn.execute(
+        "INSERT INTO tracker_users (id, status, roles, created_at, updated_at) "
+        "VALUES ('u', 'active', '{worker}', 0, 0)"
+    )
+    for project, order in (("p", "fifo"), ("r", "random"), ("big", "fifo")):
+        await conn.execute(
+            "INSERT INTO tracker_projects (id, status, identity_mode, claim_order, created_at, "
+            "updated_at) VALUES ($1, 'active', 'none', $2, 0, 0)",
+            project, order,
+        )
+    # Statistics from when the projects held only a few todo rows ...
+    for project in ("p", "r"):
+        await conn.execute(_JOB, project, "todo", None, None, 200)
+    await conn.execute("ANALYZE tracker_jobs")
+    # ... and the table as the plans meet it: finished rows, live leases of this worker (more
+    # than any batch), expired leases (more than the sweep bound), another big project.
+    for project in ("p", "r"):
+        await conn.execute(_JOB, project, "done", None, None, 5000)
+        await conn.execute(_JOB, project, "wip", "w", NOW + 300, 2000)
+        await conn.execute(_JOB, project, "wip", "old", NOW - 10, 2 * SWEEP)
+    await conn.execute(_JOB, "big", "todo", None, None, 20000)
+
+
+def _walk(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    out = [plan]
+    for child in plan.get("Plans", ()):
+        out += _walk(child)
+    return out
+
+
+async def _explain(conn: asyncpg.Connection, name: str, args: list[Any]) -> list[dict[str, Any]]:
+    await conn.execute(f"PREPARE {name} AS {_statement(name)}")
+    # EXPLAIN EXECUTE takes the parameters as SQL literals: bind them through a helper query.
+    literals = await conn.fetchval(
+        "SELECT array_agg(quote_nullable(x)) FROM unnest($1::text[]) AS x",
+        [a if isinstance(a, str) or a is None else _array(a) if isinstance(a, list) else str(a)
+         for a in args],
+    )
+    text = await conn.fetchval(
+        f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {name}({', '.join(literals)})"
+    )
+    return _walk(json.loads(text)[0]["Plan"])
+
+
+def _array(values: list[Any]) -> str:
+    def one(v: Any) -> str:
+        return "t" if v is True else "f" if v is False else str(v)
+
+    return "{" + ",".join('"' + one(v).replace('"', '\\"') + '"' for v in values) + "}"
+
+
+def _check(
+    nodes: list[dict[str, Any]], allowed: set[str], most: int, joined: int = 4 * B * B
+) -> None:
+    for n in nodes:
+        if n.get("Relation Name") == "tracker_jobs" and n["Node Type"] != "ModifyTable":
+            assert n["Node Type"] in {"Index Scan", "Index Only Scan"}, n["Node Type"]
+            assert n["Index Name"] in allowed, n["Index Name"]
+            read = (n["Actual Rows"] + n.get("Rows Removed by Filter", 0)) * n["Actual Loops"]
+            assert read <= most, (n["Index Name"], read)
+        assert n.get("Rows Removed by Join Filter", 0) <= joined, n["Node Type"]
+
+
+def _mutations(ids: list[int], attempts: list[str]) -> dict[str, list[Any]]:
+    n = len(ids)
+    return {
+        "complete_op": ["p", "w", ids, attempts, ["{}"] * n, ["null"] * n, NOW, "u",
+                        _ALLOWED[WorkerOp.COMPLETE]],
+        "fail_op": ["p", "w", ids, attempts, [True] * n, ['{"code":"e"}'] * n, NOW, "u",
+                    _ALLOWED[WorkerOp.FAIL]],
+        "extend_op": ["p", "w", ids, attempts, NOW, NOW + 600, "u", _ALLOWED[WorkerOp.EXTEND]],
+    }
+
+
+_HELD = """
+SELECT job_id, attempt_id FROM tracker_jobs
+WHERE project_id = 'p' AND worker_id = 'w' AND lease_expires_at > $1
+ORDER BY job_id DESC LIMIT $2
+"""
+_RESTORE = """
+UPDATE tracker_jobs SET status = 'wip', attempt_id = 'at_' || substr(value, 2), worker_id = 'w',
+    lease_expires_at = $1, completed_at = NULL, outcome = NULL, execution_error = NULL,
+    reset_count = 0
+WHERE job_id = ANY ($2::bigint[])
+"""
+
+
+async def test_custom_plans_of_large_batches_touch_each_item_once(pg_dsn) -> None:
+    """Batches above GENERIC_PLAN_MAX_ITEMS are planned with their size (force_custom_plan):
+    the lock scan and the UPDATE still probe the primary key and never filter items × items."""
+    big = 256
+    conn = await asyncpg.connect(pg_dsn, server_settings={"plan_cache_mode": "force_custom_plan"})
+    try:
+        await _setup(conn)
+        held = await conn.fetch(_HELD, NOW, big)
+        ids, attempts = [r["job_id"] for r in held], [r["attempt_id"] for r in held]
+        for name, args in _mutations(ids, attempts).items():
+            _check(await _explain(conn, name, args), {"tracker_jobs_pkey"}, big, joined=4 * big)
+            await conn.execute(_RESTORE, NOW + 300, ids)
+    finally:
+        await conn.close()
+
+
+async def test_generic_plans_read_only_the_batch_and_the_sweep(pg_dsn) -> None:
+    conn = await asyncpg.connect(pg_dsn, server_settings={"plan_cache_mode": "force_generic_plan"})
+    try:
+        await _setup(conn)
+        for name, project in (("claim_op_fifo", "p"), ("claim_op_random", "r")):
+            nodes = await _explain(conn, name, [
+                project, [], B, [f"at_new{i}" for i in range(B)], "w", NOW + 300, NOW, "u",
+                SWEEP, _ALLOWED[WorkerOp.CLAIM],
+            ])
+            queue = "tracker_jobs_claim_idx" if project == "p" else "tracker_jobs_claim_random_idx"
+            _check(
+                nodes, {queue, "tracker_jobs_expired_order_idx", "tracker_jobs_pkey"},
+                SWEEP + B + 1,
+            )
+        held = await conn.fetch(_HELD, NOW, B)
+        ids, attempts = [r["job_id"] for r in held], [r["attempt_id"] for r in held]
+        for name, args in _mutations(ids, attempts).items():
+            _check(await _explain(conn, name, args), {"tracker_jobs_pkey"}, B)
+            await conn.execute(_RESTORE, NOW + 300, ids)  # EXPLAIN ANALYZE wrote: undo it
+    finally:
+        await conn.close()
