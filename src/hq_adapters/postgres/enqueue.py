@@ -17,7 +17,7 @@ from hq_adapters.postgres import rows
 from hq_adapters.postgres.base import StoreBase
 from hq_adapters.postgres.queries import q
 from hq_domain.errors import IdentityConflict, NotFound
-from hq_domain.identity import DIFFERENT_SPEC, DIGEST_COLLISION, assign_random_key, collapse_batch
+from hq_domain.identity import DIFFERENT_SPEC, DIGEST_COLLISION, assign_random_keys, collapse_batch
 from hq_domain.ids import unique_value_digest
 from hq_domain.jobs import JobSpec
 from hq_domain.projects import IdentityMode, require_enqueue_allowed
@@ -98,7 +98,7 @@ class EnqueueMixin(StoreBase):
         racing: bool,
     ) -> int:
         values = [j.value for j in batch]
-        keys = [assign_random_key(j) for j in batch]
+        keys = assign_random_keys(batch)
         specs = [spec_json(j) for j in batch]
         now = self._now_s()
         if mode is IdentityMode.NONE:
