@@ -75,7 +75,7 @@ def validate_job_spec(
     if (
         value.__class__ is str
         and type is via is attr is random_key is None
-        and (hops is None or hops.__class__ is int and hops >= 0)
+        and (hops is None or (hops.__class__ is int and hops >= 0))
         and 0 < len(value) <= _FAST_MAX_VALUE
         and value.isascii()
         and (id is None or id == "" or is_id(id))

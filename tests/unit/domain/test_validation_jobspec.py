@@ -182,8 +182,7 @@ def test_identity_mode_rules() -> None:
 
 
 # The fast path must never accept a job the exact size check would reject.
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import settings  # noqa: E402
 
 from hq_domain import validation as _v  # noqa: E402
 
