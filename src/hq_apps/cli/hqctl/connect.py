@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from hq_adapters.admin_client import AdminClient, ClientError
-from hq_apps.cli.hqctl.cliutil import CliError, parse_go_duration, read_secret_file
+from hq_apps.cli.cliutil import CliError, parse_go_duration, read_secret_file
 
 DEFAULT_URL = "https://hq.saveweb.org"
 DEFAULT_TIMEOUT = "10m"
