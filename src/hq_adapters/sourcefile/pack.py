@@ -16,7 +16,6 @@ import msgspec
 
 from hq_adapters.sourcefile.writer import SourceWriter
 from hq_domain.errors import HqError
-from hq_domain.ids import default_job_id
 from hq_domain.projects import IdentityMode
 from hq_domain.validation import MAX_NORMALIZED_SPEC_BYTES, validate_job_spec
 
@@ -95,4 +94,4 @@ def pack_values(reader: BinaryIO, output: str, mode: IdentityMode) -> int:
         return writer.jobs
 
 
-__all__ = ["MAX_VALUE_LINE", "PackError", "default_job_id", "iter_value_lines", "pack_values"]
+__all__ = ["MAX_VALUE_LINE", "PackError", "iter_value_lines", "pack_values"]
