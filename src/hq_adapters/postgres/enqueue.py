@@ -1,10 +1,15 @@
-"""Enqueue (spec §1.7.4, §2.6): one statement per batch inserts the new identities and
-compares the existing ones with their stored rows in SQL.
+"""Enqueue (spec §1.7.4, §2.6).
 
-The statement is first tried without ON CONFLICT (cheaper per row); only when another
-enqueue commits one of the batch's identities between our snapshot and our insert does the
-unique index fire, and the transaction is retried once with the ON CONFLICT form, which
-waits for and skips such rows and then re-checks them.
+Two statements per batch shape. The plain one inserts the collapsed batch and checks nothing:
+it is the cheapest (no identity lookups, no speculative insertion) and right whenever every
+identity is new, which the unique indexes prove by not firing. When they do fire (a re-run, a
+resubmitted batch, or another enqueue committing the same identity meanwhile), the
+transaction is redone with the checking statement: one unique-index probe per identity,
+insert of the missing ones with ON CONFLICT DO NOTHING, and comparison of the found ones with
+their stored value and spec in SQL, so existing rows are never shipped to Python.
+
+A per-project hint remembers that the last batch met existing identities, so a re-run pays
+the failed plain attempt once, not per batch; a checked batch that finds none clears it.
 """
 
 from __future__ import annotations
@@ -24,17 +29,7 @@ from hq_domain.projects import IdentityMode, require_enqueue_allowed
 from hq_domain.validation import check_identity_id
 
 _EMPTY_SPEC = "{}"
-
-
-def _statements(mode: IdentityMode, racing: bool) -> tuple[str, str]:
-    """The insert statement (fast, or ON CONFLICT after a race) and the race re-check."""
-    if mode is IdentityMode.EXTERNAL_ID:
-        if racing:
-            return q("enqueue_insert_external_id"), q("enqueue_conflict_external_id")
-        return q("enqueue_insert_external_id_fast"), q("enqueue_conflict_external_id")
-    if racing:
-        return q("enqueue_insert_unique_value"), q("enqueue_conflict_unique_value")
-    return q("enqueue_insert_unique_value_fast"), q("enqueue_conflict_unique_value")
+_MAX_HINTS = 10_000
 
 
 def spec_json(job: JobSpec) -> str:
@@ -44,8 +39,8 @@ def spec_json(job: JobSpec) -> str:
     return rows.dump(job.spec_fields())
 
 
-class _Raced(Exception):
-    """The fast statement met an identity committed concurrently (unique violation)."""
+class _IdentityExists(Exception):
+    """The plain insert met an existing identity: redo the transaction with checks."""
 
 
 class EnqueueMixin(StoreBase):
@@ -61,13 +56,21 @@ class EnqueueMixin(StoreBase):
         Source imports use it to commit several 1,000-job batches at once; on an error they
         redo the group batch by batch to keep per-batch commit semantics (spec §1.7.5).
         """
-        try:
-            return await self._enqueue_tx(project_id, batches, racing=False)
-        except _Raced:
-            return await self._enqueue_tx(project_id, batches, racing=True)
+        hints = self._existing_identities
+        if project_id not in hints:
+            try:
+                return await self._enqueue_tx(project_id, batches, hints, checked=False)
+            except _IdentityExists:
+                pass
+        return await self._enqueue_tx(project_id, batches, hints, checked=True)
 
     async def _enqueue_tx(
-        self, project_id: str, batches: Sequence[Sequence[JobSpec]], *, racing: bool
+        self,
+        project_id: str,
+        batches: Sequence[Sequence[JobSpec]],
+        hints: set[str],
+        *,
+        checked: bool,
     ) -> list[int]:
         async with self._tx() as conn:
             found = await conn.fetchrow(q("enqueue_project"), project_id)
@@ -76,48 +79,70 @@ class EnqueueMixin(StoreBase):
             project = rows.project(found)
             require_enqueue_allowed(project)
             mode = project.identity_mode
+            if mode is IdentityMode.NONE:
+                checked = False  # nothing to check, nothing can exist
             out = []
             for jobs in batches:
                 for job in jobs:
                     check_identity_id(job, mode)
                 batch = collapse_batch(jobs, mode)
-                out.append(
-                    await self._insert_batch(conn, project_id, mode, batch, racing=racing)
-                    if batch
-                    else 0
-                )
+                if not batch:
+                    out.append(0)
+                elif checked:
+                    out.append(await self._insert_checked(conn, project_id, mode, batch, hints))
+                else:
+                    out.append(await self._insert_plain(conn, project_id, mode, batch, hints))
             return out
 
-    async def _insert_batch(
+    def _arrays(
+        self, mode: IdentityMode, batch: list[JobSpec]
+    ) -> tuple[list[str] | None, list[bytes] | None, list[str], list[int], list[str]]:
+        values = [j.value for j in batch]
+        ids = [j.id for j in batch] if mode is IdentityMode.EXTERNAL_ID else None
+        digests = (
+            [unique_value_digest(v) for v in values] if mode is IdentityMode.UNIQUE_VALUE else None
+        )
+        return ids, digests, values, assign_random_keys(batch), [spec_json(j) for j in batch]  # type: ignore[return-value]
+
+    async def _insert_plain(
         self,
         conn: asyncpg.Connection,
         project_id: str,
         mode: IdentityMode,
         batch: list[JobSpec],
-        *,
-        racing: bool,
+        hints: set[str],
     ) -> int:
-        values = [j.value for j in batch]
-        keys = assign_random_keys(batch)
-        specs = [spec_json(j) for j in batch]
-        now = self._now_s()
-        if mode is IdentityMode.NONE:
-            await conn.execute(q("enqueue_insert_none"), project_id, values, keys, specs, now)
-            return len(batch)
-        identities: list[str | None] | list[bytes]
-        if mode is IdentityMode.EXTERNAL_ID:
-            identities = [j.id for j in batch]
-        else:
-            identities = [unique_value_digest(v) for v in values]
-        insert, recheck = _statements(mode, racing)
         try:
-            row = await conn.fetchrow(insert, project_id, identities, values, keys, specs, now)
+            await conn.execute(
+                q("enqueue_insert_plain"), project_id, *self._arrays(mode, batch), self._now_s()
+            )
         except asyncpg.UniqueViolationError as exc:
-            if racing:
-                raise
-            # Raised past the transaction (which rolls back) before the constraint name could
-            # be translated into an identity conflict.
-            raise _Raced from exc
+            if len(hints) >= _MAX_HINTS:
+                hints.clear()
+            hints.add(project_id)
+            # Raised past the transaction (which rolls back) before the constraint name
+            # could be translated into an identity conflict.
+            raise _IdentityExists from exc
+        return len(batch)
+
+    async def _insert_checked(
+        self,
+        conn: asyncpg.Connection,
+        project_id: str,
+        mode: IdentityMode,
+        batch: list[JobSpec],
+        hints: set[str],
+    ) -> int:
+        ids, digests, values, keys, specs = self._arrays(mode, batch)
+        if mode is IdentityMode.EXTERNAL_ID:
+            insert, recheck = q("enqueue_insert_external_id"), q("enqueue_conflict_external_id")
+            identities: list[str] | list[bytes] | None = ids
+        else:
+            insert, recheck = q("enqueue_insert_unique_value"), q("enqueue_conflict_unique_value")
+            identities = digests
+        row = await conn.fetchrow(
+            insert, project_id, identities, values, keys, specs, self._now_s()
+        )
         assert row is not None
         inserted: int = row["inserted"]
         conflict = row["conflict"]
@@ -131,4 +156,6 @@ class EnqueueMixin(StoreBase):
                 if conflict == "value" and mode is IdentityMode.UNIQUE_VALUE
                 else DIFFERENT_SPEC
             )
+        if row["present"] == 0:
+            hints.discard(project_id)  # the next call may try the plain insert again
         return inserted

@@ -90,14 +90,14 @@ async def test_rerun_compares_every_stored_row(store) -> None:
     assert await todo(store) == 5200
 
 
-@pytest.mark.parametrize("racing", [False, True])
+@pytest.mark.parametrize("checked", [False, True])
 @pytest.mark.parametrize("same", [True, False])
-async def test_identity_committed_during_the_insert(pg_dsn, store, same, racing) -> None:
-    """Another transaction holds an uncommitted row with one of the batch's ids: the fast
-    insert waits for it, meets the unique index once it commits, and the batch is retried
-    with ON CONFLICT, which compares the now visible row. Run directly in the ON CONFLICT form
-    (``racing``, what the retry does), the row is skipped while invisible to the statement and
-    the re-check statement compares it."""
+async def test_identity_committed_during_the_insert(pg_dsn, store, same, checked) -> None:
+    """Another transaction holds an uncommitted row with one of the batch's ids: the plain
+    insert waits for it, meets the unique index once it commits, and the batch is redone with
+    the checking statement, which compares the now visible row. Run directly in the checking
+    form (what a project with existing identities gets), the row is skipped by ON CONFLICT
+    while invisible to the statement and the re-check statement compares it."""
     jobs = specs(300)
     other = await asyncpg.connect(pg_dsn)
     try:
@@ -110,18 +110,31 @@ async def test_identity_committed_during_the_insert(pg_dsn, store, same, racing)
             jobs[150].id,
             value,
         )
-        if racing:
-            task = asyncio.ensure_future(store._enqueue_tx("p", [jobs], racing=True))
+        if checked:
+            task = asyncio.ensure_future(store._enqueue_tx("p", [jobs], set(), checked=True))
         else:
             task = asyncio.ensure_future(store.enqueue("p", jobs))
         await asyncio.sleep(0.3)
         assert not task.done()  # waiting on the uncommitted index entry
         await tx.commit()
         if same:
-            assert await task == ([299] if racing else 299)
+            assert await task == ([299] if checked else 299)
         else:
             with pytest.raises(IdentityConflict):
                 await task
     finally:
         await other.close()
     assert await todo(store) == (300 if same else 1)
+
+
+async def test_existing_identity_hint_is_set_and_cleared(store) -> None:
+    """A re-run pays the failed plain insert once, then goes straight to the checking
+    statement until a batch finds nothing existing."""
+    jobs = specs(10)
+    assert await store.enqueue("p", jobs) == 10
+    assert "p" not in store._existing_identities
+    assert await store.enqueue("p", jobs[:3] + specs(2, start=10)) == 2
+    assert "p" in store._existing_identities
+    assert await store.enqueue("p", jobs) == 0
+    assert await store.enqueue("p", specs(5, start=20)) == 5
+    assert "p" not in store._existing_identities

@@ -5,13 +5,16 @@
 -- committed may still finish, like a request that arrived first.
 SELECT * FROM tracker_projects WHERE id = $1 FOR KEY SHARE
 
--- name: enqueue_insert_none
--- identity_mode none: array insert of the batch in submission order (job_id follows FIFO
--- order). No identity, so nothing can conflict.
-INSERT INTO tracker_jobs (project_id, value, random_key, spec, status, reset_count,
-                          created_at, updated_at)
-SELECT $1, i.value, i.random_key, i.spec::jsonb, 'todo', 0, $5, $5
-FROM unnest($2::text[], $3::int4[], $4::text[]) WITH ORDINALITY AS i(value, random_key, spec, ord)
+-- name: enqueue_insert_plain
+-- Array insert of a collapsed batch in submission order (job_id follows FIFO order), no
+-- identity checks: identity_mode none, or a batch expected to be all new (the unique indexes
+-- then raise and the adapter falls back to the checking statement below). The cheapest form:
+-- no lookups and no speculative insertion.
+INSERT INTO tracker_jobs (project_id, external_id, unique_value_digest, value, random_key,
+                          spec, status, reset_count, created_at, updated_at)
+SELECT $1, i.external_id, i.digest, i.value, i.random_key, i.spec::jsonb, 'todo', 0, $7, $7
+FROM unnest($2::text[], $3::bytea[], $4::text[], $5::int4[], $6::text[])
+     WITH ORDINALITY AS i(external_id, digest, value, random_key, spec, ord)
 ORDER BY i.ord
 
 -- name: enqueue_insert_external_id
@@ -48,32 +51,6 @@ SELECT (SELECT count(*) FROM ins)::int AS inserted,
        (SELECT CASE WHEN f.same_value THEN 'spec' ELSE 'value' END FROM found f
         WHERE NOT (f.same_value AND f.same_spec) ORDER BY f.ord LIMIT 1) AS conflict
 
--- name: enqueue_insert_external_id_fast
--- The statement above without ON CONFLICT (speculative insertion costs ~1/3 more per
--- row): tried first. An identity committed concurrently after the snapshot then raises a
--- unique violation and the adapter retries the whole batch with the statement above.
-WITH i AS MATERIALIZED (
-    SELECT * FROM unnest($2::text[], $3::text[], $4::int4[], $5::text[])
-        WITH ORDINALITY AS i(external_id, value, random_key, spec, ord)
-), found AS MATERIALIZED (
-    SELECT i.ord, t.value = i.value AS same_value, t.spec = i.spec::jsonb AS same_spec
-    FROM i CROSS JOIN LATERAL (
-        SELECT t.value, t.spec FROM tracker_jobs t
-        WHERE t.project_id = $1 AND t.external_id = i.external_id
-        LIMIT 1
-    ) t
-), ins AS (
-    INSERT INTO tracker_jobs (project_id, external_id, value, random_key, spec, status,
-                              reset_count, created_at, updated_at)
-    SELECT $1, i.external_id, i.value, i.random_key, i.spec::jsonb, 'todo', 0, $6, $6
-    FROM i WHERE NOT EXISTS (SELECT FROM found f WHERE f.ord = i.ord)
-    ORDER BY i.ord
-    RETURNING 1
-)
-SELECT (SELECT count(*) FROM ins)::int AS inserted,
-       (SELECT count(*) FROM found)::int AS present,
-       (SELECT CASE WHEN f.same_value THEN 'spec' ELSE 'value' END FROM found f
-        WHERE NOT (f.same_value AND f.same_spec) ORDER BY f.ord LIMIT 1) AS conflict
 
 -- name: enqueue_insert_unique_value
 -- identity_mode unique_value: the same statement keyed by the value digest.
@@ -101,32 +78,6 @@ SELECT (SELECT count(*) FROM ins)::int AS inserted,
        (SELECT CASE WHEN f.same_value THEN 'spec' ELSE 'value' END FROM found f
         WHERE NOT (f.same_value AND f.same_spec) ORDER BY f.ord LIMIT 1) AS conflict
 
--- name: enqueue_insert_unique_value_fast
--- The statement above without ON CONFLICT (speculative insertion costs ~1/3 more per
--- row): tried first. An identity committed concurrently after the snapshot then raises a
--- unique violation and the adapter retries the whole batch with the statement above.
-WITH i AS MATERIALIZED (
-    SELECT * FROM unnest($2::bytea[], $3::text[], $4::int4[], $5::text[])
-        WITH ORDINALITY AS i(digest, value, random_key, spec, ord)
-), found AS MATERIALIZED (
-    SELECT i.ord, t.value = i.value AS same_value, t.spec = i.spec::jsonb AS same_spec
-    FROM i CROSS JOIN LATERAL (
-        SELECT t.value, t.spec FROM tracker_jobs t
-        WHERE t.project_id = $1 AND t.unique_value_digest = i.digest
-        LIMIT 1
-    ) t
-), ins AS (
-    INSERT INTO tracker_jobs (project_id, unique_value_digest, value, random_key, spec, status,
-                              reset_count, created_at, updated_at)
-    SELECT $1, i.digest, i.value, i.random_key, i.spec::jsonb, 'todo', 0, $6, $6
-    FROM i WHERE NOT EXISTS (SELECT FROM found f WHERE f.ord = i.ord)
-    ORDER BY i.ord
-    RETURNING 1
-)
-SELECT (SELECT count(*) FROM ins)::int AS inserted,
-       (SELECT count(*) FROM found)::int AS present,
-       (SELECT CASE WHEN f.same_value THEN 'spec' ELSE 'value' END FROM found f
-        WHERE NOT (f.same_value AND f.same_spec) ORDER BY f.ord LIMIT 1) AS conflict
 
 -- name: enqueue_conflict_external_id
 -- Re-check after a race (an identity committed by another enqueue after the insert's
