@@ -29,6 +29,14 @@ log = logging.getLogger(__name__)
 
 _READ_SIZE = 1 << 20
 GROUP_BATCHES = 10  # 1,000-job batches per import transaction
+# Decoded jobs waiting for the store, by the estimate of :func:`_batch_bytes`: with typical
+# jobs that is two groups; with 32 KiB jobs it keeps memory near the old two batches.
+BUFFER_BYTES = 16 << 20
+
+
+def _batch_bytes(batch: Sequence[JobSpec]) -> int:
+    """A rough size of a decoded batch: its texts, attr at its 8 KiB cap, object overhead."""
+    return sum(len(j.value) + len(j.via or "") + (8192 if j.attr else 0) + 200 for j in batch)
 TRACKER_MAX_JOBS = 100_000_000
 TRACKER_MAX_UNCOMPRESSED = 1 << 40
 
@@ -94,10 +102,27 @@ async def import_source(
             )
     chunks = source if isinstance(source, AsyncIterable) else _file_chunks(source)
     decoder = SourceDecoder(SourceLimits(max_jobs, max_uncompressed))
-    # Decoded batches, then None (end) or the decode error; bounded so memory stays ~2 groups.
+    # Decoded batches, then None (end) or the decode error. At most two groups' worth of
+    # batches and BUFFER_BYTES of estimated job data wait here and in the group being stored.
     ready: asyncio.Queue[list[JobSpec] | Exception | None] = asyncio.Queue(GROUP_BATCHES)
+    room = asyncio.Condition()
+    buffered = 0
     imported = inserted = 0
     batch_lines: tuple[int, int] | None = None
+
+    async def put(batch: list[JobSpec]) -> None:
+        nonlocal buffered
+        size = _batch_bytes(batch)
+        async with room:
+            await room.wait_for(lambda: buffered == 0 or buffered + size <= BUFFER_BYTES)
+            buffered += size
+        await ready.put(batch)
+
+    async def release(batches: list[list[JobSpec]]) -> None:
+        nonlocal buffered
+        async with room:
+            buffered -= sum(_batch_bytes(b) for b in batches)
+            room.notify_all()
 
     async def decode() -> None:
         # Runs concurrently with the store: decoding happens in a worker thread, so the next
@@ -106,12 +131,12 @@ async def import_source(
             async for chunk in chunks:
                 decoder.push(chunk)
                 while (batch := await asyncio.to_thread(decoder.next_batch)) is not None:
-                    await ready.put(batch)
+                    await put(batch)
                 if not decoder.wants_input:
                     break
             decoder.end()
             while (batch := await asyncio.to_thread(decoder.next_batch)) is not None:
-                await ready.put(batch)
+                await put(batch)
         except Exception as exc:  # format errors, and read errors of the input
             await ready.put(exc)
             return
@@ -147,6 +172,7 @@ async def import_source(
                 item = ready.get_nowait()
             if group:
                 await commit(group)  # the batches before an end or error are committed first
+                await release(group)
             if item is None:
                 break
             if isinstance(item, Exception):
