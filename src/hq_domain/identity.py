@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import secrets
+from array import array
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
@@ -40,6 +42,8 @@ def collapse_batch(jobs: Sequence[JobSpec], mode: IdentityMode) -> list[JobSpec]
     """
     if mode is IdentityMode.NONE:
         return list(jobs)
+    if mode is IdentityMode.EXTERNAL_ID and len({j.id for j in jobs}) == len(jobs):
+        return list(jobs)  # the common case: no repeated id, nothing to collapse
     out: list[JobSpec] = []
     index: dict[str | bytes | None, int] = {}
     for job in jobs:
@@ -95,3 +99,12 @@ def new_random_key() -> int:
 
 def assign_random_key(job: JobSpec) -> int:
     return job.random_key if job.random_key is not None else new_random_key()
+
+
+def assign_random_keys(jobs: Sequence[JobSpec]) -> list[int]:
+    """:func:`assign_random_key` for a batch, drawing the generated keys from one
+    ``os.urandom`` call (a syscall per job cost more than the rest of the key handling).
+    Each generated key is 4 uniform random bytes read as a signed 32-bit integer."""
+    generated = array("i", os.urandom(4 * len(jobs)))
+    assert generated.itemsize == 4
+    return [k if (k := j.random_key) is not None else generated[n] for n, j in enumerate(jobs)]

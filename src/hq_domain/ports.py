@@ -138,6 +138,14 @@ class AdminPort(Protocol):
         identity-mode id rules, IdentityConflict. Any error inserts nothing."""
         ...
 
+    async def enqueue_batches(
+        self, project_id: str, batches: Sequence[Sequence[JobSpec]]
+    ) -> list[int]:
+        """Each batch exactly as its own :meth:`enqueue` call, in order, but all in one
+        transaction (any error inserts nothing); returns the rows inserted per batch. Source
+        imports commit several 1,000-job batches at once this way."""
+        ...
+
     async def list_jobs(
         self, project_id: str, status: JobStatus | None, after_job_id: int, limit: int
     ) -> JobPage:

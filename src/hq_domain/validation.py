@@ -104,6 +104,33 @@ def validate_job_spec(
     Empty ``id``/``type`` and ``hops == 0``/empty ``attr`` count as absent. The identity-mode
     rules are separate (:func:`check_identity_id`) because they come last.
     """
+    if (
+        value.__class__ is str
+        and type is via is attr is random_key is None
+        and (hops is None or (hops.__class__ is int and hops >= 0))
+        and 0 < len(value) <= _FAST_MAX_VALUE
+        and value.isascii()
+        and (id is None or id == "" or is_id(id))
+    ):
+        # The common shape (an ASCII value, maybe an id): every check below passes, and the
+        # normalized document is surely small (6 bytes per escaped character at most).
+        return JobSpec(value, id or None, None, None, hops or 0)  # type: ignore[arg-type]
+    return checked_job_spec(
+        value=value, id=id, type=type, via=via, hops=hops, attr=attr, random_key=random_key
+    )
+
+
+def checked_job_spec(
+    *,
+    value: object,
+    id: object = None,
+    type: object = None,
+    via: object = None,
+    hops: object = 0,
+    attr: object = None,
+    random_key: object = None,
+) -> JobSpec:
+    """:func:`validate_job_spec` without its fast path: every check, in the spec's order."""
     if id not in (None, "") and not is_id(id):
         raise InvalidJob("id must be 1-128 ASCII bytes matching [A-Za-z0-9._:-]+")
     if not _bounded_text(value, MAX_VALUE_BYTES, min_bytes=1):
@@ -144,6 +171,9 @@ def validate_job_spec(
 
 # Keys, quotes and separators of the normalized document, with room to spare.
 _NORMALIZED_OVERHEAD = 96
+# The longest ASCII value the fast path takes: escaped 6-fold with a 128-byte id and the
+# overhead it still fits the normalized limit.
+_FAST_MAX_VALUE = (MAX_NORMALIZED_SPEC_BYTES - 128 - _NORMALIZED_OVERHEAD) // 6
 
 
 def _surely_small(spec: JobSpec) -> bool:

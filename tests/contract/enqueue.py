@@ -193,3 +193,49 @@ class EnqueueContract:
         [j] = await all_jobs(store)
         await store.delete_job("p1", j.job_id)
         assert await store.enqueue("p1", [job("w", id="a")]) == 1
+
+    async def test_stored_numbers_and_booleans_compared_as_json_values(self, store, clock):
+        await put(store)
+        await store.enqueue("p1", [job("v", id="a", attr={"n": 1, "f": 2.5}), job("w", id="b", attr={"t": True})])
+        assert await store.enqueue("p1", [job("v", id="a", attr={"f": 2.5, "n": 1.0})]) == 0
+        with pytest.raises(IdentityConflict, match=rf"^{DIFFERENT_SPEC}$"):
+            await store.enqueue("p1", [job("w", id="b", attr={"t": 1})])
+
+    async def test_conflict_after_many_present_rolls_back_the_new_ones(self, store, clock):
+        await put(store)
+        present = [job(f"v{i}", id=f"a{i}") for i in range(50)]
+        assert await store.enqueue("p1", present) == 50
+        mixed = [job(f"n{i}", id=f"n{i}") for i in range(20)] + present[:40] + [job("other", id="a45")]
+        with pytest.raises(IdentityConflict, match=rf"^{DIFFERENT_SPEC}$"):
+            await store.enqueue("p1", mixed)
+        assert await _total(store) == 50
+        assert await store.enqueue("p1", mixed[:-1]) == 20
+
+    @pytest.mark.parametrize("mode", ["external_id", "unique_value", "none"])
+    async def test_enqueue_batches_counts_each_batch(self, store, clock, mode):
+        await put(store, identity_mode=mode)
+
+        def j(v: str):
+            return job(v, id=v if mode == "external_id" else None)
+
+        counts = await store.enqueue_batches("p1", [[j("a"), j("b")], [], [j("b"), j("c"), j("c")]])
+        if mode == "none":
+            assert counts == [2, 0, 3]
+        else:
+            assert counts == [2, 0, 1]
+            assert [x.value for x in await all_jobs(store)] == ["a", "b", "c"]
+
+    async def test_enqueue_batches_is_all_or_nothing(self, store, clock):
+        await put(store)
+        with pytest.raises(IdentityConflict, match=rf"^{DIFFERENT_SPEC}$"):
+            # the second batch meets the first batch's identity with another value
+            await store.enqueue_batches("p1", [[job("v", id="a"), job("w", id="b")], [job("x", id="a")]])
+        assert await _total(store) == 0
+        with pytest.raises(InvalidJob, match=r"^id is required for external_id projects$"):
+            await store.enqueue_batches("p1", [[job("v", id="a")], [job("w")]])
+        assert await _total(store) == 0
+        with pytest.raises(NotFound, match=r"^project not found$"):
+            await store.enqueue_batches("nope", [[job("v", id="a")]])
+        await put(store, status="archived")
+        with pytest.raises(ProjectNotActive):
+            await store.enqueue_batches("p1", [[job("v", id="a")]])

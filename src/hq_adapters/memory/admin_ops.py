@@ -46,46 +46,70 @@ def delete_project(state: MemoryState, project_id: str) -> None:
 
 def enqueue(state: MemoryState, project_id: str, jobs: Sequence[JobSpec], now_ns: int) -> int:
     """Check everything first, then insert: any error leaves the state untouched."""
+    return enqueue_batches(state, project_id, [jobs], now_ns)[0]
+
+
+def enqueue_batches(
+    state: MemoryState, project_id: str, batches: Sequence[Sequence[JobSpec]], now_ns: int
+) -> list[int]:
+    """Each batch as its own enqueue, in order, all or nothing: a later batch sees the
+    identities an earlier one adds. Returns the rows inserted per batch."""
     project = state.projects.get(project_id)
     if project is None:
         raise NotFound("project not found")
     require_enqueue_allowed(project)
     mode = project.identity_mode
-    for spec in jobs:
-        check_identity_id(spec, mode)
     pj = state.project_jobs[project_id]
-    fresh: list[tuple[JobSpec, str | bytes | None]] = []
-    for spec in collapse_batch(jobs, mode):
-        key = identity_key(spec, mode)
-        stored_id = None if key is None else pj.identities.get(key)
-        if stored_id is None:
-            fresh.append((spec, key))
-        else:
-            stored = pj.jobs[stored_id]
-            check_stored(mode, stored.value, stored.spec, spec)
+    added: dict[str | bytes, JobSpec] = {}  # identities added by earlier batches of this call
+    plans: list[list[tuple[JobSpec, str | bytes | None]]] = []
+    for jobs in batches:
+        for spec in jobs:
+            check_identity_id(spec, mode)
+        fresh: list[tuple[JobSpec, str | bytes | None]] = []
+        for spec in collapse_batch(jobs, mode):
+            key = identity_key(spec, mode)
+            stored_id = None if key is None else pj.identities.get(key)
+            if stored_id is not None:
+                stored = pj.jobs[stored_id]
+                check_stored(mode, stored.value, stored.spec, spec)
+            elif key is not None and key in added:
+                first = added[key]
+                check_stored(mode, first.value, first.spec_fields(), spec)
+            else:
+                if key is not None:
+                    added[key] = spec
+                fresh.append((spec, key))
+        plans.append(fresh)
     now_s = seconds(now_ns)
-    for spec, key in fresh:
-        job = Job(
-            job_id=state.next_job_id(),
-            project_id=project_id,
-            value=spec.value,
-            external_id=spec.id,
-            spec=_stored_spec(spec),
-            random_key=assign_random_key(spec),
-            status=JobStatus.TODO,
-            attempt_id=None,
-            worker_id=None,
-            lease_expires_at=None,
-            reset_count=0,
-            outcome=None,
-            artifact_receipts=[],
-            execution_error=None,
-            created_at=now_s,
-            updated_at=now_s,
-            completed_at=None,
-        )
-        state.add_job(job, key)
-    return len(fresh)
+    for fresh in plans:
+        for spec, key in fresh:
+            _add(state, project_id, spec, key, now_s)
+    return [len(fresh) for fresh in plans]
+
+
+def _add(
+    state: MemoryState, project_id: str, spec: JobSpec, key: str | bytes | None, now_s: int
+) -> None:
+    job = Job(
+        job_id=state.next_job_id(),
+        project_id=project_id,
+        value=spec.value,
+        external_id=spec.id,
+        spec=_stored_spec(spec),
+        random_key=assign_random_key(spec),
+        status=JobStatus.TODO,
+        attempt_id=None,
+        worker_id=None,
+        lease_expires_at=None,
+        reset_count=0,
+        outcome=None,
+        artifact_receipts=[],
+        execution_error=None,
+        created_at=now_s,
+        updated_at=now_s,
+        completed_at=None,
+    )
+    state.add_job(job, key)
 
 
 def _stored_spec(spec: JobSpec) -> dict[str, object]:

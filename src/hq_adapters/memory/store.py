@@ -155,6 +155,13 @@ class MemoryStore:
     async def enqueue(self, project_id: str, jobs: Sequence[JobSpec]) -> int:
         return await self._run(lambda now: admin_ops.enqueue(self.state, project_id, jobs, now))
 
+    async def enqueue_batches(
+        self, project_id: str, batches: Sequence[Sequence[JobSpec]]
+    ) -> list[int]:
+        return await self._run(
+            lambda now: admin_ops.enqueue_batches(self.state, project_id, batches, now)
+        )
+
     async def list_jobs(
         self, project_id: str, status: JobStatus | None, after_job_id: int, limit: int
     ) -> JobPage:

@@ -31,6 +31,9 @@ class StoreBase:
         # Last claim order seen per project: picks the fast claim statement to try first (the
         # statement checks it, so a stale hint costs one round trip, never a wrong order).
         self._claim_order_hint: dict[str, ClaimOrder] = {}
+        # Projects whose last enqueued batch met existing identities: the next enqueue goes
+        # straight to the checking statement (see postgres/enqueue.py).
+        self._existing_identities: set[str] = set()
 
     def _now_s(self) -> int:
         return seconds(self._clock.now_ns())

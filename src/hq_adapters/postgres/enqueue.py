@@ -1,4 +1,16 @@
-"""Enqueue (spec §1.7.4, §2.6): one array insert plus identity verification, one transaction."""
+"""Enqueue (spec §1.7.4, §2.6).
+
+Two statements per batch shape. The plain one inserts the collapsed batch and checks nothing:
+it is the cheapest (no identity lookups, no speculative insertion) and right whenever every
+identity is new, which the unique indexes prove by not firing. When they do fire (a re-run, a
+resubmitted batch, or another enqueue committing the same identity meanwhile), the
+transaction is redone with the checking statement: one unique-index probe per identity,
+insert of the missing ones with ON CONFLICT DO NOTHING, and comparison of the found ones with
+their stored value and spec in SQL, so existing rows are never shipped to Python.
+
+A per-project hint remembers that the last batch met existing identities, so a re-run pays
+the failed plain attempt once, not per batch; a checked batch that finds none clears it.
+"""
 
 from __future__ import annotations
 
@@ -9,16 +21,57 @@ import asyncpg
 from hq_adapters.postgres import rows
 from hq_adapters.postgres.base import StoreBase
 from hq_adapters.postgres.queries import q
-from hq_domain.errors import NotFound
-from hq_domain.identity import assign_random_key, check_stored, collapse_batch, identity_key
+from hq_domain.errors import IdentityConflict, NotFound
+from hq_domain.identity import DIFFERENT_SPEC, DIGEST_COLLISION, assign_random_keys, collapse_batch
 from hq_domain.ids import unique_value_digest
 from hq_domain.jobs import JobSpec
 from hq_domain.projects import IdentityMode, require_enqueue_allowed
 from hq_domain.validation import check_identity_id
 
+_EMPTY_SPEC = "{}"
+_MAX_HINTS = 10_000
+
+
+def spec_json(job: JobSpec) -> str:
+    """The stored ``spec`` text; most jobs carry none of its fields."""
+    if job.type is None and job.via is None and not job.hops and not job.attr:
+        return _EMPTY_SPEC
+    return rows.dump(job.spec_fields())
+
+
+class _IdentityExists(Exception):
+    """The plain insert met an existing identity: redo the transaction with checks."""
+
 
 class EnqueueMixin(StoreBase):
     async def enqueue(self, project_id: str, jobs: Sequence[JobSpec]) -> int:
+        return (await self.enqueue_batches(project_id, [jobs]))[0]
+
+    async def enqueue_batches(
+        self, project_id: str, batches: Sequence[Sequence[JobSpec]]
+    ) -> list[int]:
+        """Enqueue each batch in order, exactly as separate :meth:`enqueue` calls would, but
+        all in one transaction (all or nothing). Returns the rows inserted per batch.
+
+        Source imports use it to commit several 1,000-job batches at once; on an error they
+        redo the group batch by batch to keep per-batch commit semantics (spec §1.7.5).
+        """
+        hints = self._existing_identities
+        if project_id not in hints:
+            try:
+                return await self._enqueue_tx(project_id, batches, hints, checked=False)
+            except _IdentityExists:
+                pass
+        return await self._enqueue_tx(project_id, batches, hints, checked=True)
+
+    async def _enqueue_tx(
+        self,
+        project_id: str,
+        batches: Sequence[Sequence[JobSpec]],
+        hints: set[str],
+        *,
+        checked: bool,
+    ) -> list[int]:
         async with self._tx() as conn:
             found = await conn.fetchrow(q("enqueue_project"), project_id)
             if found is None:
@@ -26,59 +79,83 @@ class EnqueueMixin(StoreBase):
             project = rows.project(found)
             require_enqueue_allowed(project)
             mode = project.identity_mode
-            for job in jobs:
-                check_identity_id(job, mode)
-            batch = collapse_batch(jobs, mode)
-            if not batch:
-                return 0
-            external = [j.id if mode is IdentityMode.EXTERNAL_ID else None for j in batch]
-            digests = [
-                unique_value_digest(j.value) if mode is IdentityMode.UNIQUE_VALUE else None
-                for j in batch
-            ]
-            inserted = await conn.fetch(
-                q("enqueue_insert"),
-                project_id,
-                external,
-                [j.value for j in batch],
-                digests,
-                [assign_random_key(j) for j in batch],
-                [rows.dump(j.spec_fields()) for j in batch],
-                self._now_s(),
-            )
-            if mode is not IdentityMode.NONE and len(inserted) < len(batch):
-                await self._verify_existing(conn, project_id, mode, batch, inserted)
-            return len(inserted)
+            if mode is IdentityMode.NONE:
+                checked = False  # nothing to check, nothing can exist
+            out = []
+            for jobs in batches:
+                for job in jobs:
+                    check_identity_id(job, mode)
+                batch = collapse_batch(jobs, mode)
+                if not batch:
+                    out.append(0)
+                elif checked:
+                    out.append(await self._insert_checked(conn, project_id, mode, batch, hints))
+                else:
+                    out.append(await self._insert_plain(conn, project_id, mode, batch, hints))
+            return out
 
-    async def _verify_existing(
+    def _arrays(
+        self, mode: IdentityMode, batch: list[JobSpec]
+    ) -> tuple[list[str] | None, list[bytes] | None, list[str], list[int], list[str]]:
+        values = [j.value for j in batch]
+        ids = [j.id for j in batch] if mode is IdentityMode.EXTERNAL_ID else None
+        digests = (
+            [unique_value_digest(v) for v in values] if mode is IdentityMode.UNIQUE_VALUE else None
+        )
+        return ids, digests, values, assign_random_keys(batch), [spec_json(j) for j in batch]  # type: ignore[return-value]
+
+    async def _insert_plain(
         self,
         conn: asyncpg.Connection,
         project_id: str,
         mode: IdentityMode,
         batch: list[JobSpec],
-        inserted: list[asyncpg.Record],
-    ) -> None:
-        """Every identity that was not inserted must match the stored row (else conflict)."""
-        if mode is IdentityMode.EXTERNAL_ID:
-            new = {r["external_id"] for r in inserted}
-            pending: dict[str | bytes | None, JobSpec] = {
-                j.id: j for j in batch if j.id not in new
-            }
-            stored = await conn.fetch(
-                q("enqueue_existing_by_external_id"), project_id, list(pending)
+        hints: set[str],
+    ) -> int:
+        try:
+            await conn.execute(
+                q("enqueue_insert_plain"), project_id, *self._arrays(mode, batch), self._now_s()
             )
-            key_col = "external_id"
+        except asyncpg.UniqueViolationError as exc:
+            if len(hints) >= _MAX_HINTS:
+                hints.clear()
+            hints.add(project_id)
+            # Raised past the transaction (which rolls back) before the constraint name
+            # could be translated into an identity conflict.
+            raise _IdentityExists from exc
+        return len(batch)
+
+    async def _insert_checked(
+        self,
+        conn: asyncpg.Connection,
+        project_id: str,
+        mode: IdentityMode,
+        batch: list[JobSpec],
+        hints: set[str],
+    ) -> int:
+        ids, digests, values, keys, specs = self._arrays(mode, batch)
+        if mode is IdentityMode.EXTERNAL_ID:
+            insert, recheck = q("enqueue_insert_external_id"), q("enqueue_conflict_external_id")
+            identities: list[str] | list[bytes] | None = ids
         else:
-            new = {bytes(r["unique_value_digest"]) for r in inserted}
-            pending = {}
-            for j in batch:
-                key = identity_key(j, mode)
-                if key not in new:
-                    pending[key] = j
-            stored = await conn.fetch(q("enqueue_existing_by_digest"), project_id, list(pending))
-            key_col = "unique_value_digest"
-        for r in stored:
-            key = r[key_col]
-            job = pending.get(bytes(key) if isinstance(key, (bytes, memoryview)) else key)
-            if job is not None:
-                check_stored(mode, r["value"], rows.load(r["spec"]), job)
+            insert, recheck = q("enqueue_insert_unique_value"), q("enqueue_conflict_unique_value")
+            identities = digests
+        row = await conn.fetchrow(
+            insert, project_id, identities, values, keys, specs, self._now_s()
+        )
+        assert row is not None
+        inserted: int = row["inserted"]
+        conflict = row["conflict"]
+        if conflict is None and inserted + row["present"] < len(batch):
+            # ON CONFLICT skipped an identity committed concurrently after the statement's
+            # snapshot: compare it now that it is visible.
+            conflict = await conn.fetchval(recheck, project_id, identities, values, specs)
+        if conflict is not None:
+            raise IdentityConflict(
+                DIGEST_COLLISION
+                if conflict == "value" and mode is IdentityMode.UNIQUE_VALUE
+                else DIFFERENT_SPEC
+            )
+        if row["present"] == 0:
+            hints.discard(project_id)  # the next call may try the plain insert again
+        return inserted

@@ -152,7 +152,7 @@ class SourceDecoder:
             raise format_error(f"line {self.jobs + 1}: token too long")
         if raw.endswith(b"\r"):
             raw = raw[:-1]
-        if not raw.strip():
+        if not raw or raw.isspace():  # bytes.isspace: the same ASCII set bytes.strip removes
             return
         self.jobs += 1
         if self.jobs > self._limits.max_jobs:

@@ -15,7 +15,11 @@ import zstandard
 from hq_adapters.sourcefile.lines import encode_job_line
 from hq_domain.jobs import JobSpec
 
-COMPRESSION_LEVEL = 6
+# zstd's default level: a few per cent larger files than the reference's level 6 for a third
+# of the CPU (0.36 vs 1.15 s for 500,000 packed URLs here); any compliant encoder is allowed
+# (spec §3.1). One zstd worker thread compresses while Python encodes the next lines.
+COMPRESSION_LEVEL = 3
+COMPRESSION_THREADS = 1
 
 
 def create_exclusive(path: str, mode: int = 0o644) -> int:
@@ -38,14 +42,19 @@ class SourceWriter:
         self.path = path
         self.jobs = 0
         self._file = os.fdopen(create_exclusive(path), "wb")
-        self._zstd = zstandard.ZstdCompressor(level=COMPRESSION_LEVEL).stream_writer(
-            self._file, closefd=False
-        )
+        self._zstd = zstandard.ZstdCompressor(
+            level=COMPRESSION_LEVEL, threads=COMPRESSION_THREADS
+        ).stream_writer(self._file, closefd=False)
         self._open = True
 
     def write(self, spec: JobSpec) -> None:
         self._zstd.write(encode_job_line(spec))
         self.jobs += 1
+
+    def write_lines(self, data: bytes, jobs: int) -> None:
+        """Append ``jobs`` lines already in writer form (``\n``-terminated)."""
+        self._zstd.write(data)
+        self.jobs += jobs
 
     def commit(self) -> None:
         try:

@@ -78,6 +78,13 @@ class _Route7Path:
             raise InvalidRequest("invalid project or job batch")
         return await self._store.enqueue(project_id, jobs)
 
+    async def enqueue_batches(
+        self, project_id: str, batches: Sequence[Sequence[JobSpec]]
+    ) -> list[int]:
+        if not is_id(project_id):
+            raise InvalidRequest("invalid project or job batch")
+        return await self._store.enqueue_batches(project_id, batches)
+
 
 def source_handlers(store: Store, clock: Clock | None = None) -> list[HTTPRouteHandler]:
     del clock  # the store reads its own clock; kept for a uniform factory signature

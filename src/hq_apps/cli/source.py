@@ -9,7 +9,7 @@ from typing import BinaryIO
 
 from hq_adapters.sourcefile.merge import MergeError, merge_sources
 from hq_adapters.sourcefile.pack import PackError, pack_values
-from hq_apps.cli.hqctl.cliutil import CliError, run_commands
+from hq_apps.cli.cliutil import CliError, run_commands
 from hq_domain.projects import IdentityMode
 
 MAX_MERGE_INPUTS = 100_000

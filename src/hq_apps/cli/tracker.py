@@ -20,6 +20,7 @@ from cyclopts.exceptions import CycloptsError
 
 from hq_apps import logging as hq_logging
 from hq_apps import wiring
+from hq_apps.cli.cliutil import HELP_FLAGS, print_help
 from hq_apps.cli.common import (
     CliError,
     decode_web_secret,
@@ -31,7 +32,6 @@ from hq_apps.cli.common import (
     write_exclusive,
 )
 from hq_apps.cli.dberrors import DATABASE_ERRORS, database_error
-from hq_apps.cli.hqctl.cliutil import HELP_FLAGS, print_help
 from hq_apps.cli.ops import monitor, prune_claim_buckets
 from hq_apps.cli.source_import import enqueue_source_command
 from hq_apps.settings import Settings, WebSettings

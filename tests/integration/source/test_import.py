@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 
 import pytest
@@ -142,3 +143,40 @@ async def test_limits() -> None:
     with pytest.raises(SourceImportFailed, match="source exceeds job limit"):
         await import_source(store, "p", io.BytesIO(data), max_jobs=9, max_uncompressed=1 << 30)
     assert await count(store) == 0
+
+
+class _Recording(MemoryStore):
+    """A memory store that records the groups it is given and is slow to store them, so the
+    decoder gets as far ahead as the import lets it."""
+
+    def __init__(self, clock) -> None:
+        super().__init__(clock)
+        self.groups: list[int] = []
+
+    async def enqueue(self, project_id, jobs):
+        self.groups.append(1)
+        await asyncio.sleep(0.05)
+        return await super().enqueue(project_id, jobs)
+
+    async def enqueue_batches(self, project_id, batches):
+        self.groups.append(len(batches))
+        await asyncio.sleep(0.05)
+        return await super().enqueue_batches(project_id, batches)
+
+
+@pytest.mark.parametrize("budget", [1, 16 << 20])
+async def test_decoded_but_unstored_jobs_are_bounded(monkeypatch, budget) -> None:
+    """With no byte budget every batch is stored alone (the decoder waits); with the default
+    one the decoder runs ahead and batches are stored in groups of at most GROUP_BATCHES."""
+    from hq_apps.cli import source_import
+
+    monkeypatch.setattr(source_import, "BUFFER_BYTES", budget)
+    store = _Recording(ManualClock(1_700_000_000))
+    await store.put_project("p", ProjectPut(status="active", identity_mode="none"))
+    got = await import_source(store, "p", io.BytesIO(source_bytes(specs_for("none", 25_000))), **BIG)
+    assert (got.jobs, got.inserted) == (25_000, 25_000)
+    assert sum(store.groups) == 25
+    if budget == 1:
+        assert max(store.groups) == 1
+    else:
+        assert 1 < max(store.groups) <= source_import.GROUP_BATCHES

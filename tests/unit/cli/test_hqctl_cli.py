@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from hq_apps.api.source_upload import body_chunks
+from hq_apps.cli.cliutil import go_style, parse_go_duration
 from hq_apps.cli.hqctl import run
-from hq_apps.cli.hqctl.cliutil import go_style, parse_go_duration
 from hq_apps.cli.hqctl.progress import Progress
 from hq_domain.errors import InvalidJob
 

@@ -288,3 +288,23 @@ def test_collapse_conflicts_exactly_when_copies_disagree(
     else:
         out = collapse_batch(jobs, EXT)
         assert Counter(j.id for j in out) == Counter(groups.keys())
+
+
+def test_assign_random_keys_keeps_explicit_keys_and_draws_the_rest() -> None:
+    from hq_domain.identity import assign_random_keys
+
+    jobs = [JobSpec("a", random_key=-(2**31)), JobSpec("b"), JobSpec("c", random_key=2**31 - 1)]
+    jobs += [JobSpec(f"r{i}") for i in range(200)]
+    keys = assign_random_keys(jobs)
+    assert keys[0] == -(2**31) and keys[2] == 2**31 - 1
+    drawn = keys[3:] + keys[1:2]
+    assert all(-(2**31) <= k < 2**31 for k in drawn)
+    assert len(set(drawn)) > 190 and any(k < 0 for k in drawn) and any(k >= 0 for k in drawn)
+    assert assign_random_keys([]) == []
+
+
+def test_collapse_without_repeats_keeps_the_batch() -> None:
+    jobs = [JobSpec(f"v{i}", id=f"i{i}") for i in range(10)]
+    assert collapse_batch(jobs, IdentityMode.EXTERNAL_ID) == jobs
+    with pytest.raises(IdentityConflict):
+        collapse_batch([*jobs, JobSpec("other", id="i3")], IdentityMode.EXTERNAL_ID)

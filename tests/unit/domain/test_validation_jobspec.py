@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hq_domain.errors import InvalidJob
 from hq_domain.jobs import JobSpec
 from hq_domain.projects import IdentityMode
-from hq_domain.validation import check_identity_id, normalized_size, validate_job_spec
+from hq_domain.validation import (
+    check_identity_id,
+    checked_job_spec,
+    normalized_size,
+    validate_job_spec,
+)
 
 ID_MSG = "id must be 1-128 ASCII bytes matching [A-Za-z0-9._:-]+"
 VALUE_MSG = "value must be valid UTF-8 and at most 8192 bytes"
@@ -175,8 +182,7 @@ def test_identity_mode_rules() -> None:
 
 
 # The fast path must never accept a job the exact size check would reject.
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import settings  # noqa: E402
 
 from hq_domain import validation as _v  # noqa: E402
 
@@ -195,3 +201,29 @@ def test_fast_size_path_is_a_true_upper_bound(value, via, hops, job_type, job_id
     spec = JobSpec(value=value, id=job_id, type=job_type, via=via, hops=hops)
     if _v._surely_small(spec):
         assert _v.normalized_size(spec) <= _v.MAX_NORMALIZED_SPEC_BYTES
+
+
+_ids = st.one_of(
+    st.none(), st.just(""), st.text("abc.:-_Z9", min_size=1, max_size=130), st.text(max_size=3), st.integers()
+)
+_values = st.one_of(
+    st.none(),
+    st.text(max_size=40),
+    st.text(st.characters(max_codepoint=127), min_size=5300, max_size=5500),  # around the fast bound
+    st.integers(5300, 5700).map(lambda n: "\x01" * n),  # escapes 6-fold: exact path decides
+    st.integers(),
+)
+_hops = st.one_of(st.none(), st.booleans(), st.integers(min_value=-2, max_value=3))
+
+
+def _outcome(fn, **kw):
+    try:
+        return fn(**kw)
+    except InvalidJob as exc:
+        return exc.message
+
+
+@given(value=_values, id=_ids, hops=_hops, type=st.sampled_from([None, "", "seed"]))
+def test_fast_path_agrees_with_every_check(value, id, hops, type) -> None:
+    kw = {"value": value, "id": id, "hops": hops, "type": type}
+    assert _outcome(validate_job_spec, **kw) == _outcome(checked_job_spec, **kw)

@@ -5,26 +5,103 @@
 -- committed may still finish, like a request that arrived first.
 SELECT * FROM tracker_projects WHERE id = $1 FOR KEY SHARE
 
--- name: enqueue_insert
--- Array insert of an already-collapsed batch in submission order (so job_id follows FIFO
--- order). ON CONFLICT DO NOTHING skips identities that exist (partial unique indexes); a
--- concurrent insert of the same identity makes us wait for its commit and then skip it.
--- Returns the identity columns of the rows actually inserted.
-INSERT INTO tracker_jobs (project_id, external_id, value, unique_value_digest, random_key,
+-- name: enqueue_insert_plain
+-- Array insert of a collapsed batch in submission order (job_id follows FIFO order), no
+-- identity checks: identity_mode none, or a batch expected to be all new (the unique indexes
+-- then raise and the adapter falls back to the checking statement below). The cheapest form:
+-- no lookups and no speculative insertion.
+INSERT INTO tracker_jobs (project_id, external_id, unique_value_digest, value, random_key,
                           spec, status, reset_count, created_at, updated_at)
-SELECT $1, i.external_id, i.value, i.digest, i.random_key, i.spec::jsonb, 'todo', 0, $7, $7
-FROM unnest($2::text[], $3::text[], $4::bytea[], $5::int4[], $6::text[])
-     WITH ORDINALITY AS i(external_id, value, digest, random_key, spec, ord)
+SELECT $1, i.external_id, i.digest, i.value, i.random_key, i.spec::jsonb, 'todo', 0, $7, $7
+FROM unnest($2::text[], $3::bytea[], $4::text[], $5::int4[], $6::text[])
+     WITH ORDINALITY AS i(external_id, digest, value, random_key, spec, ord)
 ORDER BY i.ord
-ON CONFLICT DO NOTHING
-RETURNING external_id, unique_value_digest
 
--- name: enqueue_existing_by_external_id
--- Stored value/spec of identities that were not inserted, for the identity check (§2.6).
-SELECT external_id, value, spec::text AS spec
-FROM tracker_jobs WHERE project_id = $1 AND external_id = ANY($2::text[])
+-- name: enqueue_insert_external_id
+-- identity_mode external_id, one round trip per already-collapsed batch: look every identity
+-- up (one unique-index probe each: the LATERAL ... LIMIT 1 cannot be flattened into a join,
+-- so stale statistics cannot turn it into a scan of the project), insert in submission order
+-- the ones not found, and compare the found ones with the stored value and spec in SQL
+-- (jsonb equality: key order and number spelling ignored, as §2.6 wants). A re-run of a
+-- source therefore costs one probe per job and decodes nothing in Python. ON CONFLICT DO
+-- NOTHING covers an identity committed by someone else after this statement's snapshot: it
+-- then shows up as neither inserted nor present and the caller verifies it separately.
+-- conflict is NULL, or 'value'/'spec' for the first found identity (by position) that differs.
+WITH i AS MATERIALIZED (
+    SELECT * FROM unnest($2::text[], $3::text[], $4::int4[], $5::text[])
+        WITH ORDINALITY AS i(external_id, value, random_key, spec, ord)
+), found AS MATERIALIZED (
+    SELECT i.ord, t.value = i.value AS same_value, t.spec = i.spec::jsonb AS same_spec
+    FROM i CROSS JOIN LATERAL (
+        SELECT t.value, t.spec FROM tracker_jobs t
+        WHERE t.project_id = $1 AND t.external_id = i.external_id
+        LIMIT 1
+    ) t
+), ins AS (
+    INSERT INTO tracker_jobs (project_id, external_id, value, random_key, spec, status,
+                              reset_count, created_at, updated_at)
+    SELECT $1, i.external_id, i.value, i.random_key, i.spec::jsonb, 'todo', 0, $6, $6
+    FROM i WHERE NOT EXISTS (SELECT FROM found f WHERE f.ord = i.ord)
+    ORDER BY i.ord
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM ins)::int AS inserted,
+       (SELECT count(*) FROM found)::int AS present,
+       (SELECT CASE WHEN f.same_value THEN 'spec' ELSE 'value' END FROM found f
+        WHERE NOT (f.same_value AND f.same_spec) ORDER BY f.ord LIMIT 1) AS conflict
 
--- name: enqueue_existing_by_digest
--- Stored value/spec of unique_value identities that were not inserted.
-SELECT unique_value_digest, value, spec::text AS spec
-FROM tracker_jobs WHERE project_id = $1 AND unique_value_digest = ANY($2::bytea[])
+
+-- name: enqueue_insert_unique_value
+-- identity_mode unique_value: the same statement keyed by the value digest.
+WITH i AS MATERIALIZED (
+    SELECT * FROM unnest($2::bytea[], $3::text[], $4::int4[], $5::text[])
+        WITH ORDINALITY AS i(digest, value, random_key, spec, ord)
+), found AS MATERIALIZED (
+    SELECT i.ord, t.value = i.value AS same_value, t.spec = i.spec::jsonb AS same_spec
+    FROM i CROSS JOIN LATERAL (
+        SELECT t.value, t.spec FROM tracker_jobs t
+        WHERE t.project_id = $1 AND t.unique_value_digest = i.digest
+        LIMIT 1
+    ) t
+), ins AS (
+    INSERT INTO tracker_jobs (project_id, unique_value_digest, value, random_key, spec, status,
+                              reset_count, created_at, updated_at)
+    SELECT $1, i.digest, i.value, i.random_key, i.spec::jsonb, 'todo', 0, $6, $6
+    FROM i WHERE NOT EXISTS (SELECT FROM found f WHERE f.ord = i.ord)
+    ORDER BY i.ord
+    ON CONFLICT DO NOTHING
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM ins)::int AS inserted,
+       (SELECT count(*) FROM found)::int AS present,
+       (SELECT CASE WHEN f.same_value THEN 'spec' ELSE 'value' END FROM found f
+        WHERE NOT (f.same_value AND f.same_spec) ORDER BY f.ord LIMIT 1) AS conflict
+
+
+-- name: enqueue_conflict_external_id
+-- Re-check after a race (an identity committed by another enqueue after the insert's
+-- snapshot): the first identity of the batch whose stored row differs, as above.
+SELECT CASE WHEN t.value = i.value THEN 'spec' ELSE 'value' END AS conflict
+FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS i(external_id, value, spec, ord)
+CROSS JOIN LATERAL (
+    SELECT t.value, t.spec FROM tracker_jobs t
+    WHERE t.project_id = $1 AND t.external_id = i.external_id
+    LIMIT 1
+) t
+WHERE NOT (t.value = i.value AND t.spec = i.spec::jsonb)
+ORDER BY i.ord
+LIMIT 1
+
+-- name: enqueue_conflict_unique_value
+-- The same re-check keyed by the value digest.
+SELECT CASE WHEN t.value = i.value THEN 'spec' ELSE 'value' END AS conflict
+FROM unnest($2::bytea[], $3::text[], $4::text[]) WITH ORDINALITY AS i(digest, value, spec, ord)
+CROSS JOIN LATERAL (
+    SELECT t.value, t.spec FROM tracker_jobs t
+    WHERE t.project_id = $1 AND t.unique_value_digest = i.digest
+    LIMIT 1
+) t
+WHERE NOT (t.value = i.value AND t.spec = i.spec::jsonb)
+ORDER BY i.ord
+LIMIT 1

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from hq_apps.cli.cliutil import run_commands
 from hq_apps.cli.hqctl import admin
-from hq_apps.cli.hqctl.cliutil import run_commands
 from hq_apps.cli.hqctl.enqueue import enqueue, enqueue_source
 
 DESCRIPTION = """Remote admin client for a SavewebHQ tracker.

@@ -12,8 +12,8 @@ from typing import Annotated, Any
 from cyclopts import Parameter
 
 from hq_adapters.admin_client import AdminClient, ApiError, ClientError
+from hq_apps.cli.cliutil import CliError, CommandFailed, confirm
 from hq_apps.cli.hqctl import render
-from hq_apps.cli.hqctl.cliutil import CliError, CommandFailed, confirm
 from hq_apps.cli.hqctl.connect import (
     DEFAULT_TIMEOUT,
     AllowHttp,

@@ -9,7 +9,7 @@ from typing import Annotated
 from cyclopts import Parameter
 
 from hq_adapters.admin_client import AdminClient, ClientError
-from hq_apps.cli.hqctl.cliutil import CliError, parse_go_duration, read_secret_file
+from hq_apps.cli.cliutil import CliError, parse_go_duration, read_secret_file
 
 DEFAULT_URL = "https://hq.saveweb.org"
 DEFAULT_TIMEOUT = "10m"

@@ -19,7 +19,7 @@ import msgspec
 
 from hq_adapters.admin_client import AdminClient, ClientError, job_body
 from hq_adapters.sourcefile import parse_job_line
-from hq_apps.cli.hqctl.cliutil import CliError
+from hq_apps.cli.cliutil import CliError
 from hq_apps.cli.hqctl.connect import (
     DEFAULT_TIMEOUT,
     AllowHttp,

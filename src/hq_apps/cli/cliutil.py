@@ -1,5 +1,7 @@
 """Shared command-line plumbing for ``hqctl`` and ``source`` (spec §4 conventions).
 
+It lives outside the ``hqctl`` package so ``source`` does not import the HTTP client stack.
+
 Go's ``flag`` package accepts ``-name value``, ``--name value`` and ``--name=value``; cyclopts
 only knows the double-dash forms, so single-dash spellings of known flags are rewritten first.
 Commands raise :class:`CliError` with the exact text to print on stderr.

@@ -1,0 +1,140 @@
+"""Source import on PostgreSQL, where batches are committed in groups (spec §1.7.5): a failure
+inside a group still leaves every earlier 1,000-job batch committed and names its batch."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+
+import asyncpg
+import pytest
+import zstandard
+
+from hq_adapters.postgres import connect
+from hq_adapters.sourcefile import encode_job_line
+from hq_apps.cli.source_import import GROUP_BATCHES, SourceImportFailed, import_source
+from hq_domain.clock import SystemClock
+from hq_domain.errors import IdentityConflict, InvalidJob
+from hq_domain.ids import default_job_id
+from hq_domain.jobs import JobSpec
+from hq_domain.projects import ProjectPut
+
+pytestmark = pytest.mark.postgres
+
+BIG = {"max_jobs": 10_000_000, "max_uncompressed": 1 << 40}
+
+
+def specs(n: int, start: int = 0) -> list[JobSpec]:
+    out = []
+    for i in range(start, start + n):
+        value = f"https://example.org/{i}"
+        out.append(JobSpec(value=value, id=default_job_id("seed", value)))
+    return out
+
+
+def source(jobs: list[JobSpec], tail: bytes = b"") -> io.BytesIO:
+    text = b"".join(encode_job_line(s) for s in jobs) + tail
+    return io.BytesIO(zstandard.ZstdCompressor().compress(text))
+
+
+@pytest.fixture
+async def store(pg_dsn):
+    store = await connect(pg_dsn, SystemClock(), min_size=1, max_size=2)
+    await store.put_project("p", ProjectPut(status="active", identity_mode="external_id"))
+    yield store
+    await store.close()
+
+
+async def todo(store) -> int:
+    return (await store.get_project("p")).job_counts.todo
+
+
+async def test_conflict_in_the_middle_of_a_group_keeps_the_batches_before_it(store) -> None:
+    assert GROUP_BATCHES > 2  # else this test would not cross a group boundary inside a group
+    jobs = specs(2 * GROUP_BATCHES * 1000 + 500)
+    clash = jobs[(GROUP_BATCHES + 2) * 1000 + 345]
+    await store.enqueue("p", [JobSpec(value="other", id=clash.id)])
+    with pytest.raises(SourceImportFailed) as info:
+        await import_source(store, "p", source(jobs), **BIG)
+    err = info.value
+    first = (GROUP_BATCHES + 2) * 1000 + 1
+    assert isinstance(err.error, IdentityConflict)
+    assert (err.imported_jobs, err.inserted, err.batch_lines) == (first - 1, first - 1, (first, first + 999))
+    assert await todo(store) == first  # the batches before it plus the clashing row
+
+
+async def test_format_error_commits_the_full_batches_decoded_before_it(store) -> None:
+    jobs = specs(GROUP_BATCHES * 1000 + 3500)
+    with pytest.raises(SourceImportFailed) as info:
+        await import_source(store, "p", source(jobs, b'{"value":"x","bogus":1}\n'), **BIG)
+    err = info.value
+    assert isinstance(err.error, InvalidJob)
+    assert err.error.message == f'source format: line {len(jobs) + 1}: unknown field "bogus"'
+    assert (err.imported_jobs, err.batch_lines) == (len(jobs) - 500, None)
+    assert await todo(store) == len(jobs) - 500
+
+
+async def test_rerun_compares_every_stored_row(store) -> None:
+    jobs = specs(4500)
+    first = await import_source(store, "p", source(jobs), **BIG)
+    assert (first.jobs, first.inserted) == (4500, 4500)
+    again = await import_source(store, "p", source(jobs + specs(700, start=4500)), **BIG)
+    assert (again.jobs, again.inserted) == (5200, 700)
+    # The same ids with a changed spec (via) in the fourth batch: a conflict found in SQL.
+    changed = list(jobs)
+    changed[3210] = JobSpec(value=jobs[3210].value, id=jobs[3210].id, via="https://from/")
+    with pytest.raises(SourceImportFailed) as info:
+        await import_source(store, "p", source(changed), **BIG)
+    assert isinstance(info.value.error, IdentityConflict)
+    assert info.value.batch_lines == (3001, 4000)
+    assert await todo(store) == 5200
+
+
+@pytest.mark.parametrize("checked", [False, True])
+@pytest.mark.parametrize("same", [True, False])
+async def test_identity_committed_during_the_insert(pg_dsn, store, same, checked) -> None:
+    """Another transaction holds an uncommitted row with one of the batch's ids: the plain
+    insert waits for it, meets the unique index once it commits, and the batch is redone with
+    the checking statement, which compares the now visible row. Run directly in the checking
+    form (what a project with existing identities gets), the row is skipped by ON CONFLICT
+    while invisible to the statement and the re-check statement compares it."""
+    jobs = specs(300)
+    other = await asyncpg.connect(pg_dsn)
+    try:
+        tx = other.transaction()
+        await tx.start()
+        value = jobs[150].value if same else "different"
+        await other.execute(
+            "INSERT INTO tracker_jobs (project_id, external_id, value, random_key, spec, status,"
+            " created_at, updated_at) VALUES ('p', $1, $2, 0, '{}', 'todo', 1, 1)",
+            jobs[150].id,
+            value,
+        )
+        if checked:
+            task = asyncio.ensure_future(store._enqueue_tx("p", [jobs], set(), checked=True))
+        else:
+            task = asyncio.ensure_future(store.enqueue("p", jobs))
+        await asyncio.sleep(0.3)
+        assert not task.done()  # waiting on the uncommitted index entry
+        await tx.commit()
+        if same:
+            assert await task == ([299] if checked else 299)
+        else:
+            with pytest.raises(IdentityConflict):
+                await task
+    finally:
+        await other.close()
+    assert await todo(store) == (300 if same else 1)
+
+
+async def test_existing_identity_hint_is_set_and_cleared(store) -> None:
+    """A re-run pays the failed plain insert once, then goes straight to the checking
+    statement until a batch finds nothing existing."""
+    jobs = specs(10)
+    assert await store.enqueue("p", jobs) == 10
+    assert "p" not in store._existing_identities
+    assert await store.enqueue("p", jobs[:3] + specs(2, start=10)) == 2
+    assert "p" in store._existing_identities
+    assert await store.enqueue("p", jobs) == 0
+    assert await store.enqueue("p", specs(5, start=20)) == 5
+    assert "p" not in store._existing_identities
