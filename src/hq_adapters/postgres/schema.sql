@@ -113,3 +113,26 @@ CREATE TABLE tracker_workers (
     user_id text NOT NULL REFERENCES tracker_users (id) ON DELETE CASCADE
 );
 CREATE INDEX tracker_workers_user_idx ON tracker_workers (user_id);
+
+-- Signed per-(project, status, backend pid) deltas whose per-project sums are the job counts,
+-- kept by statement-level triggers on tracker_jobs and tracker_projects (migration 0004 holds
+-- the functions and triggers, and explains the design). No FK: see 0004.
+CREATE TABLE tracker_job_counts (
+    project_id text NOT NULL,
+    status text NOT NULL,
+    shard integer NOT NULL,
+    n bigint NOT NULL,
+    PRIMARY KEY (project_id, status, shard)
+) WITH (fillfactor = 50);
+
+-- Per-minute snapshots of the job counts (migration 0005; hq_domain.progress has the rules).
+CREATE TABLE tracker_project_history (
+    project_id text NOT NULL REFERENCES tracker_projects (id) ON DELETE CASCADE,
+    minute_s bigint NOT NULL,
+    todo bigint NOT NULL,
+    wip bigint NOT NULL,
+    done bigint NOT NULL,
+    failed bigint NOT NULL,
+    reset_exhausted bigint NOT NULL,
+    PRIMARY KEY (project_id, minute_s)
+);

@@ -8,13 +8,14 @@ import asyncpg
 
 from hq_adapters.postgres.admin import AdminMixin
 from hq_adapters.postgres.enqueue import EnqueueMixin
+from hq_adapters.postgres.observe import ObserveMixin
 from hq_adapters.postgres.users import UsersMixin
 from hq_adapters.postgres.web import WebMixin
 from hq_adapters.postgres.worker import WorkerMixin
 from hq_domain.clock import Clock
 
 
-class PostgresStore(WorkerMixin, AdminMixin, EnqueueMixin, UsersMixin, WebMixin):
+class PostgresStore(WorkerMixin, AdminMixin, EnqueueMixin, UsersMixin, WebMixin, ObserveMixin):
     """Every port over one asyncpg pool; time comes only from the injected clock."""
 
 

@@ -1,29 +1,31 @@
 -- name: list_projects
--- Every project with its five job counts, sorted by id (plain read; counts use the
--- (project_id, status, job_id) index).
+-- Every project with its five job counts, sorted by id. The counts are sums over the
+-- project's rows of tracker_job_counts (migration 0004): O(1) in the number of jobs.
 SELECT p.*, c.todo, c.wip, c.done, c.failed, c.reset_exhausted
 FROM tracker_projects p
 CROSS JOIN LATERAL (
-    SELECT count(*) FILTER (WHERE j.status = 'todo') AS todo,
-           count(*) FILTER (WHERE j.status = 'wip') AS wip,
-           count(*) FILTER (WHERE j.status = 'done') AS done,
-           count(*) FILTER (WHERE j.status = 'failed') AS failed,
-           count(*) FILTER (WHERE j.status = 'reset_exhausted') AS reset_exhausted
-    FROM tracker_jobs j WHERE j.project_id = p.id
+    SELECT coalesce(sum(n) FILTER (WHERE k.status = 'todo'), 0)::bigint AS todo,
+           coalesce(sum(n) FILTER (WHERE k.status = 'wip'), 0)::bigint AS wip,
+           coalesce(sum(n) FILTER (WHERE k.status = 'done'), 0)::bigint AS done,
+           coalesce(sum(n) FILTER (WHERE k.status = 'failed'), 0)::bigint AS failed,
+           coalesce(sum(n) FILTER (WHERE k.status = 'reset_exhausted'), 0)::bigint
+               AS reset_exhausted
+    FROM tracker_job_counts k WHERE k.project_id = p.id
 ) c
 ORDER BY p.id
 
 -- name: get_project_summary
--- One project with its job counts (plain read).
+-- One project with its job counts (O(1): see list_projects).
 SELECT p.*, c.todo, c.wip, c.done, c.failed, c.reset_exhausted
 FROM tracker_projects p
 CROSS JOIN LATERAL (
-    SELECT count(*) FILTER (WHERE j.status = 'todo') AS todo,
-           count(*) FILTER (WHERE j.status = 'wip') AS wip,
-           count(*) FILTER (WHERE j.status = 'done') AS done,
-           count(*) FILTER (WHERE j.status = 'failed') AS failed,
-           count(*) FILTER (WHERE j.status = 'reset_exhausted') AS reset_exhausted
-    FROM tracker_jobs j WHERE j.project_id = p.id
+    SELECT coalesce(sum(n) FILTER (WHERE k.status = 'todo'), 0)::bigint AS todo,
+           coalesce(sum(n) FILTER (WHERE k.status = 'wip'), 0)::bigint AS wip,
+           coalesce(sum(n) FILTER (WHERE k.status = 'done'), 0)::bigint AS done,
+           coalesce(sum(n) FILTER (WHERE k.status = 'failed'), 0)::bigint AS failed,
+           coalesce(sum(n) FILTER (WHERE k.status = 'reset_exhausted'), 0)::bigint
+               AS reset_exhausted
+    FROM tracker_job_counts k WHERE k.project_id = p.id
 ) c
 WHERE p.id = $1
 
