@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-from hq_domain.ports import MaintenancePort
+from hq_apps.api import observers
+from hq_domain.ports import MaintenancePort, ObservePort
 
 log = logging.getLogger("hq.sweeper")
 
@@ -20,13 +21,47 @@ async def sweep_forever(store: MaintenancePort, interval_s: float, batch: int) -
         try:
             # A full batch means more may be waiting: keep going, still bounded per call.
             while (swept := await store.sweep_expired(batch)) >= batch:
+                observers.current.swept(swept)
                 await asyncio.sleep(0)
+            observers.current.swept(swept)
             if swept:
                 log.info("expired leases reset", extra={"fields": {"reset": swept}})
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("lease sweep failed")
+
+
+async def record_history_forever(store: ObservePort, interval_s: float) -> None:
+    """Snapshot the job counts (and compact the counters) off the request path; any number
+    of processes may run this: a minute's row is an upsert."""
+    while True:
+        try:
+            await store.record_history()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("history snapshot failed")
+        await asyncio.sleep(interval_s)
+
+
+def history_lifespan(
+    store: ObservePort, interval_s: float
+) -> Callable[[Any], AbstractAsyncContextManager[None]]:
+    @asynccontextmanager
+    async def lifespan(_app: Any) -> AsyncIterator[None]:
+        if interval_s <= 0:
+            yield
+            return
+        task = asyncio.create_task(record_history_forever(store, interval_s), name="hq-history")
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    return lifespan
 
 
 def sweeper_lifespan(

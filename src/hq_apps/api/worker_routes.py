@@ -8,6 +8,7 @@ from litestar import Request, Response, get, post
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
+from hq_apps.api import observers
 from hq_apps.api import wire_in as w
 from hq_apps.api.auth import worker_gate
 from hq_apps.api.http import json_response, read_json
@@ -90,6 +91,7 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
             body.policy_version,
         )
         result = await store.claim(principal.user_id, project_id, req)
+        observers.current.claim(project_id, len(result.jobs))
         return json_response(claim_out(result))
 
     @post(
@@ -107,6 +109,7 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
         except HqError as exc:
             await _status_first(store, project_id, WorkerOp.COMPLETE, exc)
         results = await store.complete(principal.user_id, project_id, body.worker_id or "", items)
+        observers.current.items(project_id, "complete", results)
         return json_response(item_results(results))
 
     @post(
@@ -124,6 +127,7 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
         except HqError as exc:
             await _status_first(store, project_id, WorkerOp.FAIL, exc)
         results = await store.fail(principal.user_id, project_id, body.worker_id or "", items)
+        observers.current.items(project_id, "fail", results)
         return json_response(item_results(results))
 
     @post(
@@ -145,6 +149,7 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
         results = await store.extend_lease(
             principal.user_id, project_id, body.worker_id or "", seconds, refs
         )
+        observers.current.items(project_id, "extend", results)
         return json_response(item_results(results))
 
     return [project_policy, claim, complete, fail, extend_lease]

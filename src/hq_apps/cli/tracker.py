@@ -59,6 +59,7 @@ GithubSecretFile = Annotated[str, Parameter(env_var="HQ_GITHUB_CLIENT_SECRET_FIL
 WebSecretFile = Annotated[str, Parameter(env_var="HQ_WEB_SESSION_SECRET_FILE")]
 AdminOrg = Annotated[str, Parameter(env_var="HQ_OAUTH_ADMIN_ORG")]
 AdminTeam = Annotated[str, Parameter(env_var="HQ_OAUTH_ADMIN_TEAM")]
+MetricsListen = Annotated[str, Parameter(env_var="HQ_METRICS_LISTEN")]
 
 
 @app.command(name="web-keygen")
@@ -213,8 +214,15 @@ def serve(
     web_session_secret_file: WebSecretFile = "",
     oauth_admin_org: AdminOrg = "",
     oauth_admin_team: AdminTeam = "",
+    metrics_listen: MetricsListen = "",
 ) -> None:
-    """Serve the tracker API (and the dashboard when web administration is configured)."""
+    """Serve the tracker API (and the dashboard when web administration is configured).
+
+    Parameters
+    ----------
+    metrics_listen
+        Serve Prometheus ``/metrics`` on this separate HOST:PORT (off when empty).
+    """
     host, port = parse_listen(listen or ":8080")
     if not database_url:
         raise CliError("serve: --database-url or HQ_DATABASE_URL is required")
@@ -222,7 +230,8 @@ def serve(
         public_url, github_client_id, github_client_secret_file,
         web_session_secret_file, oauth_admin_org, oauth_admin_team,
     )  # fmt: skip
-    settings = Settings(listen=listen, database_url=database_url, web=web)
+    metrics = parse_listen(metrics_listen) if metrics_listen else None
+    settings = Settings(listen=listen, database_url=database_url, web=web, metrics_listen=metrics)
     wiring.run(wiring.serve(settings, host, port))
 
 
