@@ -7,6 +7,7 @@ from typing import Any
 from litestar import Litestar, Request, Response, get
 from litestar.handlers import HTTPRouteHandler
 
+from hq_apps.api.admin_progress import progress_handlers
 from hq_apps.api.admin_projects import project_handlers
 from hq_apps.api.admin_users import user_handlers
 from hq_apps.api.auth import authenticate
@@ -62,6 +63,7 @@ def create_app(settings: Settings, store: Store, clock: Clock | None = None) -> 
     handlers: list[Any] = [
         *_common_handlers(store),
         *project_handlers(store),
+        *progress_handlers(store, clock),
         *_source_upload_handlers(store, clock),
         *user_handlers(store),
         *worker_handlers(store),
