@@ -15,6 +15,7 @@ from litestar.params import FromPath
 
 from hq_apps.web import forms
 from hq_apps.web.context import FORM_LIMIT, Session, WebContext, page_session, post_session
+from hq_apps.web.progress_view import progress_context
 from hq_apps.web.render import error_page, page, redirect
 from hq_domain.errors import HqError
 from hq_domain.ids import is_id
@@ -121,6 +122,7 @@ async def project_page(
     jobs = await web.store.list_jobs(project_id, filt, after, JOBS_PER_PAGE)
     context: dict[str, Any] = {
         "form": project_form_values(summary), "jobs_json": "", **(extra or {}),
+        **await progress_context(web.store, summary, web.now()),
     }
     return page(
         web.env, "project.html", status=status, user=session.user, csrf=session.csrf,
