@@ -13,6 +13,7 @@ from hq_domain.progress import (
     FAILURE_SAMPLE,
     HOUR_S,
     MINUTE_S,
+    RATE_WINDOW_S,
     SeriesPoint,
     progress,
     series,
@@ -79,14 +80,6 @@ async def progress_context(store: Store, summary: ProjectSummary, now_s: int) ->
         chart("Last day (per hour)", series(points, day_since, HOUR_S), day_since, 24 * HOUR_S,
               HOUR_S),
     ]
-    workers = await store.worker_activity(pid, now_s - ACTIVE_WORKER_WINDOW_S)
-    board: dict[str, dict[str, int]] = {}
-    for w in workers:
-        row = board.setdefault(w.user_id or "(unknown)", {"workers": 0, "claimed": 0, "in_hand": 0})
-        row["workers"] += 1
-        row["claimed"] += w.jobs_claimed
-        row["in_hand"] += w.jobs_in_hand
-    leaderboard = sorted(board.items(), key=lambda kv: (-kv[1]["claimed"], -kv[1]["in_hand"], kv[0]))
     return {
         "progress": prog,
         "eta_text": eta_text(prog.eta_seconds),
@@ -95,7 +88,35 @@ async def progress_context(store: Store, summary: ProjectSummary, now_s: int) ->
         "chart_h": CHART_H,
         "failures": await store.recent_failures(pid, FAILURE_SAMPLE),
         "failure_sample": FAILURE_SAMPLE,
+        **await workers_context(store, pid, now_s),
+    }
+
+
+async def workers_context(store: Store, project_id: str | None, now_s: int) -> dict[str, Any]:
+    """Active workers of one project (or all) and a leaderboard by user."""
+    workers = await store.worker_activity(project_id, now_s - ACTIVE_WORKER_WINDOW_S)
+    board: dict[str, dict[str, int]] = {}
+    for w in workers:
+        row = board.setdefault(w.user_id or "(unknown)", {"workers": 0, "claimed": 0, "in_hand": 0})
+        row["workers"] += 1
+        row["claimed"] += w.jobs_claimed
+        row["in_hand"] += w.jobs_in_hand
+    leaderboard = sorted(board.items(), key=lambda kv: (-kv[1]["claimed"], -kv[1]["in_hand"], kv[0]))
+    return {
         "active_workers": workers,
         "leaderboard": leaderboard,
         "worker_window_min": ACTIVE_WORKER_WINDOW_S // 60,
+        "project_scope": project_id,
     }
+
+
+async def projects_progress(
+    store: Store, summaries: list[ProjectSummary], now_s: int
+) -> list[dict[str, Any]]:
+    """One row per project for the projects page: percent done, rate, ETA."""
+    history = await store.all_history(now_s - RATE_WINDOW_S)
+    rows = []
+    for s in summaries:
+        p = progress(history.get(s.project.id, []), s.job_counts, now_s)
+        rows.append({"id": s.project.id, "progress": p, "eta_text": eta_text(p.eta_seconds)})
+    return rows

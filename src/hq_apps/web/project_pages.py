@@ -15,7 +15,7 @@ from litestar.params import FromPath
 
 from hq_apps.web import forms
 from hq_apps.web.context import FORM_LIMIT, Session, WebContext, page_session, post_session
-from hq_apps.web.progress_view import progress_context
+from hq_apps.web.progress_view import progress_context, projects_progress
 from hq_apps.web.render import error_page, page, redirect
 from hq_domain.errors import HqError
 from hq_domain.ids import is_id
@@ -65,7 +65,8 @@ async def admin_home(
     projects = await web.store.list_projects()
     return page(
         web.env, "admin.html", status=status, user=session.user, csrf=session.csrf,
-        projects=projects, error=error, form={**project_form_values(None), **(values or {})},
+        projects=projects, error=error,
+        projects_progress=await projects_progress(web.store, projects, web.now()), form={**project_form_values(None), **(values or {})},
         **CHOICES,
     )
 

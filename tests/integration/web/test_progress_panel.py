@@ -38,3 +38,26 @@ async def test_progress_panel(admin: AsyncTestClient, web: WebApp) -> None:
     assert "<code>http_500</code></td><td>3</td>" in page
     assert "<code>w-a</code></td><td>alice</td>" in page
     assert "<script" not in page and "style=" not in page
+
+
+async def test_projects_page_and_workers_page(admin: AsyncTestClient, web: WebApp) -> None:
+    store, clock = web.store, web.clock
+    await store.put_project("p", ProjectPut(status="active"))
+    await store.put_project("q", ProjectPut(status="active"))
+    await store.put_user("bob", UserStatus.ACTIVE, (Role.WORKER,))
+    await store.enqueue("p", [JobSpec(value=f"v{i}", id=f"j{i}") for i in range(4)])
+    clock.advance(60 - clock.now_ns() // 10**9 % 60)
+    await store.record_history()
+    clock.advance(60)
+    jobs = (await store.claim("bob", "p", ClaimRequest("w-b", 3, 600, (), 1))).jobs
+    await store.complete("bob", "p", "w-b", [
+        CompleteItem(jobs[0].job_id, jobs[0].attempt_id, Outcome("success"), None)])
+    home = (await admin.get("/admin")).text
+    assert "Throughput" in home
+    assert re.search(r'<a href="/admin/projects/p">p</a></td>\s*<td class="num">25.0 %</td>\s*'
+                     r'<td class="num">1.0</td>\s*<td class="num">3 min 0 s</td>', home)
+    assert re.search(r'<a href="/admin/projects/q">q</a></td>\s*<td class="num"><span class="muted">–', home)
+    workers = (await admin.get("/admin/workers")).text
+    assert "Active workers" in workers
+    assert re.search(r'<code>w-b</code></td><td>bob</td>\s*<td><a href="/admin/projects/p">p</a>', workers)
+    assert re.search(r'<td>bob</td><td class="num">1</td><td class="num">0</td><td class="num">2</td>', workers)
