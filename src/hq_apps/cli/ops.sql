@@ -70,3 +70,10 @@ SELECT id FROM tracker_projects ORDER BY id;
 -- project_id, so each statement touches only that project's rows.
 DELETE FROM tracker_worker_claim_buckets
 WHERE project_id = $1 AND bucket_started_at_ms < $2;
+
+-- name: history_since
+-- Per-minute count snapshots since $1 (s) (migration 0005), for the rate and ETA.
+SELECT project_id, minute_s, todo, wip, done, failed, reset_exhausted
+FROM tracker_project_history
+WHERE minute_s >= $1
+ORDER BY project_id, minute_s;
