@@ -123,19 +123,27 @@ class SeriesPoint:
 def series(points: Sequence[HistoryPoint], since_s: int, step_s: int) -> list[SeriesPoint]:
     """Per-step done/failed (snapshot differences) and queue depth, oldest first.
 
-    Steps without a snapshot at both ends are left out rather than guessed."""
-    by_minute = {p.minute_s: p.counts for p in points}
-    start = since_s - since_s % step_s
+    A step [b, b + step) runs from its first snapshot to the first snapshot of the next step
+    (the last step: to the newest snapshot), so partial steps at either end still show; a
+    step whose next step has no snapshot (a gap in the history) is left out, not guessed."""
+    pts = sorted(points, key=lambda p: p.minute_s)
+    first_in: dict[int, HistoryPoint] = {}
+    for p in pts:
+        if p.minute_s >= since_s - since_s % step_s:
+            first_in.setdefault(p.minute_s - p.minute_s % step_s, p)
+    if not first_in:
+        return []
+    newest = pts[-1]
+    last_step = max(first_in)
     out = []
-    for t in sorted(by_minute):
-        if t < start or t % step_s:
+    for b in sorted(first_in):
+        lo = first_in[b]
+        hi = newest if b == last_step else first_in.get(b + step_s)
+        if hi is None or hi.minute_s <= lo.minute_s:
             continue
-        nxt = by_minute.get(t + step_s)
-        if nxt is None:
-            continue
-        cur = by_minute[t]
+        cur, nxt = lo.counts, hi.counts
         failed = (nxt.failed + nxt.reset_exhausted) - (cur.failed + cur.reset_exhausted)
-        out.append(SeriesPoint(t, max(0, nxt.done - cur.done), max(0, failed), nxt.todo))
+        out.append(SeriesPoint(b, max(0, nxt.done - cur.done), max(0, failed), nxt.todo))
     return out
 
 

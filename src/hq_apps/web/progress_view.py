@@ -69,14 +69,14 @@ def eta_text(seconds_: int | None) -> str:
 
 async def progress_context(store: Store, summary: ProjectSummary, now_s: int) -> dict[str, Any]:
     pid = summary.project.id
-    day_ago = now_s - 24 * HOUR_S
-    points = await store.project_history(pid, day_ago - HOUR_S)
+    points = await store.project_history(pid, now_s - 25 * HOUR_S)
     prog = progress(points, summary.job_counts, now_s)
-    hour_since = now_s - HOUR_S
-    day_since = day_ago - day_ago % HOUR_S
+    # 60 minute slots and 24 hour slots, the current (partial) one last
+    hour_since = now_s - now_s % MINUTE_S - (HOUR_S - MINUTE_S)
+    day_since = now_s - now_s % HOUR_S - 23 * HOUR_S
     charts = [
-        chart("Last hour (per minute)", series(points, hour_since, MINUTE_S),
-              hour_since - hour_since % MINUTE_S, HOUR_S, MINUTE_S),
+        chart("Last hour (per minute)", series(points, hour_since, MINUTE_S), hour_since,
+              HOUR_S, MINUTE_S),
         chart("Last day (per hour)", series(points, day_since, HOUR_S), day_since, 24 * HOUR_S,
               HOUR_S),
     ]

@@ -53,17 +53,24 @@ def test_eta() -> None:
 
 def test_series_per_step_skips_gaps_and_clips_requeues() -> None:
     points = [pt(0, todo=9, done=0, failed=2), pt(1, todo=7, done=1, failed=3),
-              pt(2, todo=7, done=1, failed=0), pt(4, todo=1, done=8)]
+              pt(2, todo=7, done=1, failed=0), pt(4, todo=1, done=8), pt(5, todo=0, done=9)]
     s = series(points, T0, 60)
     assert [(x.start_s - T0, x.done, x.failed, x.todo) for x in s] == [
-        (0, 1, 1, 7),   # minute 0→1
-        (60, 0, 0, 7),  # a requeue of 3 failed jobs: failures clipped at 0
-    ]  # minute 2→3 has no snapshot at 3: left out, not guessed
+        (0, 1, 1, 7),    # minute 0→1
+        (60, 0, 0, 7),   # a requeue of 3 failed jobs: failures clipped at 0
+        (240, 1, 0, 0),  # minute 4→5; minute 2 is left out (no snapshot in minute 3)
+    ]
+    assert [x.start_s - T0 for x in series(points, T0 + 120, 60)] == [240]
+
+
+def test_series_by_hour_shows_partial_hours_at_both_ends() -> None:
     h0 = 1000 * HOUR_S
-    hourly = [HistoryPoint(h0 + HOUR_S * i, JobCounts(done=600 * i)) for i in range(3)]
-    hourly.append(HistoryPoint(h0 + 60, JobCounts(done=10)))  # minute points between hours
-    assert [(x.start_s - h0, x.done) for x in series(hourly, h0, HOUR_S)] == [
-        (0, 600), (HOUR_S, 600)]
+    pts = [HistoryPoint(h0 + 1800, JobCounts(done=0)),         # 00:30, the first snapshot
+           HistoryPoint(h0 + 1860, JobCounts(done=10)),
+           HistoryPoint(h0 + HOUR_S, JobCounts(done=300)),     # 01:00
+           HistoryPoint(h0 + HOUR_S + 1200, JobCounts(done=500))]  # 01:20, the newest
+    assert [(x.start_s - h0, x.done) for x in series(pts, h0, HOUR_S)] == [
+        (0, 300), (HOUR_S, 200)]
 
 
 def test_retention_keeps_a_week_of_minutes_then_hours() -> None:
