@@ -63,7 +63,11 @@ async def main() -> None:
                                 pg0 = await _pg_cpu(conn)
                                 out = await scenario.run(server.target, spec)
                                 pg = await _pg_cpu(conn) - pg0
-                                assert out["ok"], out["problems"]
+                                # with the triggers off the counts are not kept: the
+                                # scenario's count check fails by construction, nothing else may
+                                problems = [x for x in out["problems"]
+                                            if on or not x.startswith("job_counts")]
+                                assert not problems, problems
                                 res[on].append({"jobs_per_s": out["jobs_per_s"],
                                                 "srv": 1e6 * out["server_cpu_s"] / spec.jobs,
                                                 "pg": 1e6 * pg / spec.jobs})

@@ -54,6 +54,15 @@ def chart(title: str, points: list[SeriesPoint], since_s: int, span_s: int, step
     return Chart(title, bars, " ".join(depth), max_rate, max_depth, not bars)
 
 
+REFRESH_CHOICES = (10, 30, 60)
+
+
+def refresh_seconds(raw: str | None) -> int | None:
+    """Optional auto-refresh of the project page (``?refresh=30``): a meta refresh, which the
+    CSP allows (it governs fetches and scripts, not navigation); other values mean off."""
+    return int(raw) if raw in {str(c) for c in REFRESH_CHOICES} else None
+
+
 def eta_text(seconds_: int | None) -> str:
     if seconds_ is None:
         return "unknown"
@@ -88,6 +97,7 @@ async def progress_context(store: Store, summary: ProjectSummary, now_s: int) ->
         "chart_h": CHART_H,
         "failures": await store.recent_failures(pid, FAILURE_SAMPLE),
         "failure_sample": FAILURE_SAMPLE,
+        "refresh_choices": REFRESH_CHOICES,
         **await workers_context(store, pid, now_s),
     }
 

@@ -15,7 +15,7 @@ from litestar.params import FromPath
 
 from hq_apps.web import forms
 from hq_apps.web.context import FORM_LIMIT, Session, WebContext, page_session, post_session
-from hq_apps.web.progress_view import progress_context, projects_progress
+from hq_apps.web.progress_view import progress_context, projects_progress, refresh_seconds
 from hq_apps.web.render import error_page, page, redirect
 from hq_domain.errors import HqError
 from hq_domain.ids import is_id
@@ -124,6 +124,7 @@ async def project_page(
     context: dict[str, Any] = {
         "form": project_form_values(summary), "jobs_json": "", **(extra or {}),
         **await progress_context(web.store, summary, web.now()),
+        "refresh_s": refresh_seconds(q.get("refresh")),
     }
     return page(
         web.env, "project.html", status=status, user=session.user, csrf=session.csrf,

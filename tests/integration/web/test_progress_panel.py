@@ -61,3 +61,14 @@ async def test_projects_page_and_workers_page(admin: AsyncTestClient, web: WebAp
     assert "Active workers" in workers
     assert re.search(r'<code>w-b</code></td><td>bob</td>\s*<td><a href="/admin/projects/p">p</a>', workers)
     assert re.search(r'<td>bob</td><td class="num">1</td><td class="num">0</td><td class="num">2</td>', workers)
+
+
+async def test_optional_auto_refresh(admin: AsyncTestClient, web: WebApp) -> None:
+    await web.store.put_project("p", ProjectPut(status="active"))
+    page = (await admin.get("/admin/projects/p")).text
+    assert 'http-equiv="refresh"' not in page and 'href="/admin/projects/p?refresh=30"' in page
+    page = (await admin.get("/admin/projects/p?refresh=30")).text
+    assert '<meta http-equiv="refresh" content="30">' in page
+    for bad in ("5", "30;url=https://evil.example", "x"):
+        page = (await admin.get("/admin/projects/p", params={"refresh": bad})).text
+        assert 'http-equiv="refresh"' not in page
