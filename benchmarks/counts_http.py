@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 from pathlib import Path
@@ -29,10 +30,8 @@ async def _pg_cpu(conn: asyncpg.Connection) -> float:
         "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
     total = 0.0
     for r in pids:
-        try:
+        with contextlib.suppress(OSError):  # a backend that just exited
             total += _cpu_s(r["pid"])
-        except OSError:
-            pass
     return total
 
 
