@@ -158,9 +158,15 @@ class ObservePort(Protocol):
     """Progress history, failures and worker activity (issue 14). Nothing here runs on the
     worker request path; ``record_history`` is the background loop's job."""
 
+    async def fold_counts(self) -> int:
+        """Fold pending job-count deltas into the totals (PostgreSQL, migration 0004; counts
+        are exact before and after, folding keeps reads cheap). Returns total rows written;
+        the memory adapter has nothing to fold."""
+        ...
+
     async def record_history(self) -> int:
-        """Snapshot every project's counts into the current minute, apply the retention of
-        :mod:`hq_domain.progress`, and compact counters; returns the projects recorded."""
+        """Snapshot every project's counts into the current minute and apply the retention
+        of :mod:`hq_domain.progress`; returns the projects recorded."""
         ...
 
     async def project_history(self, project_id: str, since_s: int) -> list[HistoryPoint]:

@@ -44,6 +44,17 @@ class ObserveContract:
         assert list(await store.all_history(0)) == ["p1"]
         assert await store.project_history("nope", 0) == []
 
+    async def test_fold_keeps_counts(self, store, clock):
+        await _setup(store)
+        [a, _b] = (await claim(store, max_jobs=2)).jobs
+        await complete(store, "p1", done_item(a.job_id, a.attempt_id))
+        before = await counts(store)
+        assert before == {"todo": 2, "wip": 1, "done": 1, "failed": 0, "reset_exhausted": 0}
+        await store.fold_counts()
+        assert await counts(store) == before
+        await store.fold_counts()
+        assert [s.job_counts.as_dict() for s in await store.list_projects()] == [before]
+
     async def test_history_keeps_hourly_points_after_a_week(self, store, clock):
         await _setup(store, n=1)
         clock.set_ns((10 * HOUR_S + 3 * MINUTE_S) * 10**9)  # 10:03

@@ -1,5 +1,5 @@
-"""The counter triggers of migration 0004 keep exact counts whoever writes tracker_jobs, under
-concurrency, and compaction keeps the sums (issue 14)."""
+"""The count triggers of migration 0004 keep exact counts whoever writes tracker_jobs, under
+concurrency, and folding keeps the sums (issue 14)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,9 @@ _TRUE = """
 SELECT project_id, status, count(*) AS n FROM tracker_jobs GROUP BY 1, 2
 """
 _KEPT = """
-SELECT project_id, status, sum(n)::bigint AS n FROM tracker_job_counts
+SELECT project_id, status, sum(n)::bigint AS n
+FROM (SELECT project_id, status, n FROM tracker_job_counts
+      UNION ALL SELECT project_id, status, n FROM tracker_job_count_deltas) AS u
 GROUP BY 1, 2 HAVING sum(n) <> 0
 """
 
@@ -58,32 +60,38 @@ async def test_every_writer_is_counted(pg_dsn) -> None:
         await store.put_project("b", ProjectPut(status="active"))
         assert (await store.get_project("b")).job_counts.as_dict() == dict.fromkeys(
             ("todo", "wip", "done", "failed", "reset_exhausted"), 0)
-        assert await conn.fetchval("SELECT count(*) FROM tracker_job_counts WHERE project_id = 'b'") == 0
+        for table in ("tracker_job_counts", "tracker_job_count_deltas"):
+            assert await conn.fetchval(f"SELECT count(*) FROM {table} WHERE project_id = 'b'") == 0
+        await _agree(conn)
+        await store.fold_counts()
         await _agree(conn)
         await conn.execute("TRUNCATE tracker_jobs")
         assert await conn.fetchval("SELECT count(*) FROM tracker_job_counts") == 0
+        assert await conn.fetchval("SELECT count(*) FROM tracker_job_count_deltas") == 0
     finally:
         await conn.close()
         await store.close()
 
 
-async def test_compaction_folds_gone_backends_and_keeps_sums(pg_dsn) -> None:
+async def test_fold_moves_deltas_into_totals_and_keeps_sums(pg_dsn) -> None:
     store = await connect(pg_dsn, ManualClock(), min_size=1, max_size=2)
     conn = await asyncpg.connect(pg_dsn)
     try:
         await store.put_project("a", ProjectPut(status="active"))
-        for i in range(4):  # four short-lived backends, four shards
-            other = await asyncpg.connect(pg_dsn)
-            await other.execute(
-                "INSERT INTO tracker_jobs (project_id, value, status, created_at, updated_at,"
-                " random_key) VALUES ('a', $1, 'todo', 1, 1, 1)", f"x{i}")
-            await other.close()
-        await asyncio.sleep(0.2)  # let the closed backends leave pg_stat_activity
-        assert await conn.fetchval("SELECT count(*) FROM tracker_job_counts") >= 4
-        await store.record_history()
-        rows = await conn.fetch("SELECT shard, n FROM tracker_job_counts")
-        assert [(r["shard"], r["n"]) for r in rows] == [(0, 4)]
-        await _agree(conn)
+        await store.enqueue("a", [JobSpec(f"v{i}", id=f"j{i}") for i in range(4)])
+        await conn.execute("UPDATE tracker_jobs SET status = 'done' WHERE job_id % 2 = 0")
+        await conn.execute("UPDATE tracker_jobs SET updated_at = 5")  # no status change
+        assert await conn.fetchval("SELECT count(*) FROM tracker_job_count_deltas") == 3
+        before = await _agree(conn)
+        assert await store.fold_counts() == 2
+        assert await conn.fetchval("SELECT count(*) FROM tracker_job_count_deltas") == 0
+        rows = await conn.fetch("SELECT status, n FROM tracker_job_counts ORDER BY status")
+        assert [(r["status"], r["n"]) for r in rows] == [("done", 2), ("todo", 2)]
+        assert await _agree(conn) == before
+        # deltas of a project that is gone are dropped by the fold
+        await conn.execute("INSERT INTO tracker_job_count_deltas VALUES ('ghost', 'todo', 3)")
+        assert await store.fold_counts() == 0
+        assert await conn.fetchval("SELECT count(*) FROM tracker_job_counts WHERE project_id = 'ghost'") == 0
     finally:
         await conn.close()
         await store.close()
@@ -118,6 +126,7 @@ async def test_counts_stay_exact_under_concurrent_writers(pg_dsn) -> None:
         while not stop.is_set():
             clock.advance(1)  # leases of 1 s expire: the sweeps and claim-path sweeps reset them
             await admin.sweep_expired(50)
+            await admin.fold_counts()  # folds race with the writers and the readers
             await admin.record_history()
             await asyncio.sleep(0.01)
 
@@ -136,6 +145,8 @@ async def test_counts_stay_exact_under_concurrent_writers(pg_dsn) -> None:
         for pid in ("p", "q"):
             got = (await admin.get_project(pid)).job_counts.as_dict()
             assert got == {s: truth.get((pid, s), 0) for s in got}
+        await admin.fold_counts()
+        assert await _agree(conn) == truth
     finally:
         await conn.close()
         await admin.close()

@@ -28,10 +28,12 @@ def _point(r: asyncpg.Record) -> HistoryPoint:
 
 
 class ObserveMixin(StoreBase):
+    async def fold_counts(self) -> int:
+        status = await self._execute("fold_job_counts")
+        return int(status.rsplit(" ", 1)[-1])
+
     async def record_history(self) -> int:
         now_s = self._now_s()
-        async with self._tx() as conn:
-            await conn.execute(q("compact_job_counts"))
         async with self._tx() as conn:
             status = await conn.execute(q("record_history"), minute_of(now_s))
             await conn.execute(

@@ -114,16 +114,20 @@ CREATE TABLE tracker_workers (
 );
 CREATE INDEX tracker_workers_user_idx ON tracker_workers (user_id);
 
--- Signed per-(project, status, backend pid) deltas whose per-project sums are the job counts,
--- kept by statement-level triggers on tracker_jobs and tracker_projects (migration 0004 holds
--- the functions and triggers, and explains the design). No FK: see 0004.
+-- Job counts: folded totals per (project, status) plus signed deltas appended by statement
+-- triggers on tracker_jobs and folded by the server's background loop; a project's count is
+-- the sum over both (migration 0004 holds the functions and triggers and explains the design).
 CREATE TABLE tracker_job_counts (
     project_id text NOT NULL,
     status text NOT NULL,
-    shard integer NOT NULL,
     n bigint NOT NULL,
-    PRIMARY KEY (project_id, status, shard)
-) WITH (fillfactor = 50);
+    PRIMARY KEY (project_id, status)
+);
+CREATE TABLE tracker_job_count_deltas (
+    project_id text NOT NULL,
+    status text NOT NULL,
+    n bigint NOT NULL
+);
 
 -- Per-minute snapshots of the job counts (migration 0005; hq_domain.progress has the rules).
 CREATE TABLE tracker_project_history (

@@ -32,28 +32,37 @@ async def sweep_forever(store: MaintenancePort, interval_s: float, batch: int) -
             log.exception("lease sweep failed")
 
 
-async def record_history_forever(store: ObservePort, interval_s: float) -> None:
-    """Snapshot the job counts (and compact the counters) off the request path; any number
-    of processes may run this: a minute's row is an upsert."""
+async def observe_forever(store: ObservePort, fold_interval_s: float, history_interval_s: float) -> None:
+    """Off the request path: fold job-count deltas every ``fold_interval_s`` (keeps count
+    reads cheap) and snapshot the counts every ``history_interval_s``. Any number of
+    processes may run this: folds never double-count and a minute's snapshot is an upsert."""
+    next_history = 0.0
+    loop = asyncio.get_running_loop()
     while True:
         try:
-            await store.record_history()
+            await store.fold_counts()
+            if loop.time() >= next_history:
+                next_history = loop.time() + history_interval_s
+                await store.record_history()
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("history snapshot failed")
-        await asyncio.sleep(interval_s)
+            log.exception("count fold or history snapshot failed")
+        await asyncio.sleep(fold_interval_s)
 
 
 def history_lifespan(
-    store: ObservePort, interval_s: float
+    store: ObservePort, interval_s: float, fold_interval_s: float = 2.0
 ) -> Callable[[Any], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
         if interval_s <= 0:
             yield
             return
-        task = asyncio.create_task(record_history_forever(store, interval_s), name="hq-history")
+        task = asyncio.create_task(
+            observe_forever(store, min(fold_interval_s, interval_s), interval_s),
+            name="hq-observe",
+        )
         try:
             yield
         finally:

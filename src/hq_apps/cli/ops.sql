@@ -9,10 +9,12 @@ FROM tracker_projects
 ORDER BY id;
 
 -- name: job_counts
--- Current job counts by project and status: sums of the counter rows kept by the triggers of
--- migration 0004 (O(1) in the number of jobs, exact as of the statement).
+-- Current job counts by project and status: folded totals plus pending deltas, kept by the
+-- triggers of migration 0004 (O(1) in the number of jobs, exact as of the statement).
 SELECT project_id, status, sum(n)::bigint AS n
-FROM tracker_job_counts
+FROM (SELECT project_id, status, n FROM tracker_job_counts
+      UNION ALL
+      SELECT project_id, status, n FROM tracker_job_count_deltas) AS u
 GROUP BY project_id, status;
 
 -- name: oldest_todo

@@ -1,46 +1,51 @@
 -- Migration 0004: exact, O(1) per-project job counts (issue 14).
 --
--- tracker_job_counts holds signed deltas per (project, status, shard); a project's count of a
--- status is the sum over its shards. The shard is the writing backend's pid, so a counter row
--- is only ever locked by the one backend whose pid it carries: no two claims, completions or
--- sweeps ever wait on each other for a counter row (no hot row, no deadlock between counter
--- rows), whatever the pool size or the number of tracker processes and replicas. Readers sum
--- at most 5 × (live backends + 1) rows per project; the background loop folds the rows of
--- backends that have gone away into shard 0 (compact_job_counts below), so the number of rows
--- stays bounded by the connections in use, not by the jobs.
+-- Statement-level AFTER triggers with transition tables on tracker_jobs append one row per
+-- (project, status) a statement changed, with the signed change, to tracker_job_count_deltas:
+-- a heap without indexes that is only ever appended to by writers, so writers never wait on
+-- each other for it (no hot row, no lock at all) and an append costs about a third of an
+-- upsert into a keyed counter table (measured: docs/metrics.md). An UPDATE that changes no
+-- status (a lease extension) appends nothing. Every writer is counted: our SQL, COPY imports,
+-- a reference tracker sharing the database, manual SQL.
 --
--- Statement-level AFTER triggers with transition tables maintain the deltas, so every writer
--- is counted: our SQL, COPY imports, a reference tracker sharing the database, manual SQL.
--- One statement writes one upsert per (project, status) it changed; an UPDATE that does not
--- change a status (a lease extension) writes nothing. No foreign key on project_id: an FK
--- check would take a KEY SHARE lock on the project row at every claim. A project's rows are
--- deleted by a trigger on tracker_projects (see the end of this file);
--- readers join from tracker_projects, so a leftover row is never shown.
+-- The background loop of every server process folds the deltas into tracker_job_counts
+-- (project, status) every few seconds, in one statement (DELETE … RETURNING feeding an
+-- upsert), so a reader that sums both tables in one statement sees one snapshot: exact as of
+-- its statement, and O(1) in the number of jobs (it reads 5 counter rows per project plus the
+-- deltas appended since the last fold). If no server folds (only a reference tracker runs),
+-- reads stay exact and slow down with the pending deltas until a server starts.
 --
--- Backfill: one GROUP BY over tracker_jobs at migration time (a sequential scan: about
--- 2-4 s per 10M rows on a laptop-class machine), inside the migration transaction, which
--- holds a SHARE lock on tracker_jobs so that no write is counted twice or missed.
+-- No foreign keys (an FK check would lock the project row at every claim): a project's rows
+-- go with it by the trigger at the end of this file, the delete trigger appends nothing for a
+-- project deleted in the same transaction, and the fold drops deltas of projects that are gone.
+--
+-- Backfill: one GROUP BY over tracker_jobs (a sequential scan, a few seconds per 10M rows)
+-- inside the migration transaction, under a SHARE lock on tracker_jobs so that no write is
+-- counted twice or missed (writes wait for the migration).
 
 CREATE TABLE IF NOT EXISTS tracker_job_counts (
     project_id text NOT NULL,
     status text NOT NULL,
-    shard integer NOT NULL,
     n bigint NOT NULL,
-    PRIMARY KEY (project_id, status, shard)
-) WITH (fillfactor = 50);
+    PRIMARY KEY (project_id, status)
+);
+CREATE TABLE IF NOT EXISTS tracker_job_count_deltas (
+    project_id text NOT NULL,
+    status text NOT NULL,
+    n bigint NOT NULL
+);
 
 LOCK TABLE tracker_jobs IN SHARE MODE;
+DELETE FROM tracker_job_count_deltas;
 DELETE FROM tracker_job_counts;
-INSERT INTO tracker_job_counts (project_id, status, shard, n)
-SELECT project_id, status, 0, count(*) FROM tracker_jobs GROUP BY project_id, status;
+INSERT INTO tracker_job_counts (project_id, status, n)
+SELECT project_id, status, count(*) FROM tracker_jobs GROUP BY project_id, status;
 
 CREATE OR REPLACE FUNCTION tracker_job_counts_ins() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO tracker_job_counts AS c (project_id, status, shard, n)
-    SELECT project_id, status, pg_backend_pid(), count(*)
-    FROM new_rows GROUP BY project_id, status ORDER BY project_id, status
-    ON CONFLICT (project_id, status, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
+    INSERT INTO tracker_job_count_deltas (project_id, status, n)
+    SELECT project_id, status, count(*) FROM new_rows GROUP BY project_id, status;
     RETURN NULL;
 END
 $$;
@@ -48,13 +53,12 @@ $$;
 CREATE OR REPLACE FUNCTION tracker_job_counts_del() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO tracker_job_counts AS c (project_id, status, shard, n)
-    SELECT project_id, status, pg_backend_pid(), -count(*)
+    INSERT INTO tracker_job_count_deltas (project_id, status, n)
+    SELECT project_id, status, -count(*)
     FROM old_rows o
     -- A project deleted by this transaction: its rows go (project_gone), write none back.
     WHERE EXISTS (SELECT 1 FROM tracker_projects p WHERE p.id = o.project_id)
-    GROUP BY project_id, status ORDER BY project_id, status
-    ON CONFLICT (project_id, status, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
+    GROUP BY project_id, status;
     RETURN NULL;
 END
 $$;
@@ -62,15 +66,13 @@ $$;
 CREATE OR REPLACE FUNCTION tracker_job_counts_upd() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO tracker_job_counts AS c (project_id, status, shard, n)
-    SELECT project_id, status, pg_backend_pid(), sum(d)
+    INSERT INTO tracker_job_count_deltas (project_id, status, n)
+    SELECT project_id, status, sum(d)
     FROM (SELECT project_id, status, 1 AS d FROM new_rows
           UNION ALL
           SELECT project_id, status, -1 FROM old_rows) AS t
     GROUP BY project_id, status
-    HAVING sum(d) <> 0
-    ORDER BY project_id, status
-    ON CONFLICT (project_id, status, shard) DO UPDATE SET n = c.n + EXCLUDED.n;
+    HAVING sum(d) <> 0;
     RETURN NULL;
 END
 $$;
@@ -78,6 +80,7 @@ $$;
 CREATE OR REPLACE FUNCTION tracker_job_counts_truncate() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
+    DELETE FROM tracker_job_count_deltas;
     DELETE FROM tracker_job_counts;
     RETURN NULL;
 END
@@ -86,6 +89,7 @@ $$;
 CREATE OR REPLACE FUNCTION tracker_job_counts_project_gone() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
+    DELETE FROM tracker_job_count_deltas d USING old_projects o WHERE d.project_id = o.id;
     DELETE FROM tracker_job_counts c USING old_projects o WHERE c.project_id = o.id;
     RETURN NULL;
 END

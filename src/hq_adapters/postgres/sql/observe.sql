@@ -1,24 +1,28 @@
--- name: compact_job_counts
--- Fold the counter rows of backends that are gone into shard 0 (migration 0004), keeping
--- every project's sums: the delete and the add are one statement. A row of a live backend
--- caught by a reused pid is moved too, which is still exact (it only costs that backend a
--- row-lock wait). Rows with n = 0 in shard 0 are dropped.
+-- name: fold_job_counts
+-- Move the appended count deltas into the per-(project, status) totals (migration 0004) in one
+-- statement, so readers see either the deltas or the totals. Deltas of projects that are gone
+-- are dropped. Two concurrent folds cannot fold a row twice: the second waits on the rows the
+-- first deletes and skips them. Returns the number of total rows written.
 WITH gone AS (
-    DELETE FROM tracker_job_counts c
-    WHERE (c.shard <> 0 AND NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = c.shard))
-       OR (c.shard = 0 AND c.n = 0)
-    RETURNING project_id, status, shard, n
+    DELETE FROM tracker_job_count_deltas RETURNING project_id, status, n
 )
-INSERT INTO tracker_job_counts AS c (project_id, status, shard, n)
-SELECT project_id, status, 0, sum(n) FROM gone
-WHERE shard <> 0
-GROUP BY project_id, status
-HAVING sum(n) <> 0
-ORDER BY project_id, status
-ON CONFLICT (project_id, status, shard) DO UPDATE SET n = c.n + EXCLUDED.n
+INSERT INTO tracker_job_counts AS c (project_id, status, n)
+SELECT g.project_id, g.status, sum(g.n) FROM gone g
+WHERE EXISTS (SELECT 1 FROM tracker_projects p WHERE p.id = g.project_id)
+GROUP BY g.project_id, g.status
+HAVING sum(g.n) <> 0
+ORDER BY g.project_id, g.status
+ON CONFLICT (project_id, status) DO UPDATE SET n = c.n + EXCLUDED.n
 
 -- name: record_history
 -- Snapshot every project's counts into minute $1 (a later snapshot in the same minute wins).
+WITH k AS (
+    SELECT project_id, status, sum(n) AS n
+    FROM (SELECT project_id, status, n FROM tracker_job_counts
+          UNION ALL
+          SELECT project_id, status, n FROM tracker_job_count_deltas) AS u
+    GROUP BY project_id, status
+)
 INSERT INTO tracker_project_history AS h
     (project_id, minute_s, todo, wip, done, failed, reset_exhausted)
 SELECT p.id, $1,
@@ -28,7 +32,7 @@ SELECT p.id, $1,
        coalesce(sum(k.n) FILTER (WHERE k.status = 'failed'), 0),
        coalesce(sum(k.n) FILTER (WHERE k.status = 'reset_exhausted'), 0)
 FROM tracker_projects p
-LEFT JOIN tracker_job_counts k ON k.project_id = p.id
+LEFT JOIN k ON k.project_id = p.id
 GROUP BY p.id
 ON CONFLICT (project_id, minute_s) DO UPDATE
 SET todo = EXCLUDED.todo, wip = EXCLUDED.wip, done = EXCLUDED.done,

@@ -1,17 +1,24 @@
 -- name: list_projects
--- Every project with its five job counts, sorted by id. The counts are sums over the
--- project's rows of tracker_job_counts (migration 0004): O(1) in the number of jobs.
-SELECT p.*, c.todo, c.wip, c.done, c.failed, c.reset_exhausted
+-- Every project with its five job counts, sorted by id. A count is the folded total plus the
+-- deltas appended since the last fold (migration 0004), read in one snapshot: exact, and O(1)
+-- in the number of jobs.
+WITH k AS (
+    SELECT project_id, status, sum(n) AS n
+    FROM (SELECT project_id, status, n FROM tracker_job_counts
+          UNION ALL
+          SELECT project_id, status, n FROM tracker_job_count_deltas) AS u
+    GROUP BY project_id, status
+)
+SELECT p.*,
+       coalesce(sum(k.n) FILTER (WHERE k.status = 'todo'), 0)::bigint AS todo,
+       coalesce(sum(k.n) FILTER (WHERE k.status = 'wip'), 0)::bigint AS wip,
+       coalesce(sum(k.n) FILTER (WHERE k.status = 'done'), 0)::bigint AS done,
+       coalesce(sum(k.n) FILTER (WHERE k.status = 'failed'), 0)::bigint AS failed,
+       coalesce(sum(k.n) FILTER (WHERE k.status = 'reset_exhausted'), 0)::bigint
+           AS reset_exhausted
 FROM tracker_projects p
-CROSS JOIN LATERAL (
-    SELECT coalesce(sum(n) FILTER (WHERE k.status = 'todo'), 0)::bigint AS todo,
-           coalesce(sum(n) FILTER (WHERE k.status = 'wip'), 0)::bigint AS wip,
-           coalesce(sum(n) FILTER (WHERE k.status = 'done'), 0)::bigint AS done,
-           coalesce(sum(n) FILTER (WHERE k.status = 'failed'), 0)::bigint AS failed,
-           coalesce(sum(n) FILTER (WHERE k.status = 'reset_exhausted'), 0)::bigint
-               AS reset_exhausted
-    FROM tracker_job_counts k WHERE k.project_id = p.id
-) c
+LEFT JOIN k ON k.project_id = p.id
+GROUP BY p.id
 ORDER BY p.id
 
 -- name: get_project_summary
@@ -19,13 +26,15 @@ ORDER BY p.id
 SELECT p.*, c.todo, c.wip, c.done, c.failed, c.reset_exhausted
 FROM tracker_projects p
 CROSS JOIN LATERAL (
-    SELECT coalesce(sum(n) FILTER (WHERE k.status = 'todo'), 0)::bigint AS todo,
-           coalesce(sum(n) FILTER (WHERE k.status = 'wip'), 0)::bigint AS wip,
-           coalesce(sum(n) FILTER (WHERE k.status = 'done'), 0)::bigint AS done,
-           coalesce(sum(n) FILTER (WHERE k.status = 'failed'), 0)::bigint AS failed,
-           coalesce(sum(n) FILTER (WHERE k.status = 'reset_exhausted'), 0)::bigint
+    SELECT coalesce(sum(n) FILTER (WHERE u.status = 'todo'), 0)::bigint AS todo,
+           coalesce(sum(n) FILTER (WHERE u.status = 'wip'), 0)::bigint AS wip,
+           coalesce(sum(n) FILTER (WHERE u.status = 'done'), 0)::bigint AS done,
+           coalesce(sum(n) FILTER (WHERE u.status = 'failed'), 0)::bigint AS failed,
+           coalesce(sum(n) FILTER (WHERE u.status = 'reset_exhausted'), 0)::bigint
                AS reset_exhausted
-    FROM tracker_job_counts k WHERE k.project_id = p.id
+    FROM (SELECT status, n FROM tracker_job_counts WHERE project_id = $1
+          UNION ALL
+          SELECT status, n FROM tracker_job_count_deltas WHERE project_id = $1) AS u
 ) c
 WHERE p.id = $1
 
