@@ -98,7 +98,7 @@ async def test_fold_moves_deltas_into_totals_and_keeps_sums(pg_dsn) -> None:
 
 
 async def test_counts_stay_exact_under_concurrent_writers(pg_dsn) -> None:
-    """Claimers, completers, failers, sweeps, enqueues and compactions on separate
+    """Claimers, completers, failers, sweeps, enqueues and folds on separate
     connections; afterwards the kept counts equal a full count."""
     clock = ManualClock()
     admin = await connect(pg_dsn, clock, min_size=1, max_size=2)

@@ -1,5 +1,6 @@
 """The metrics listener: a separate address (never the public port), started by the app's
-lifespan once the event loop runs."""
+lifespan once the event loop runs. The scrape is served by prometheus_client's threaded WSGI
+server; database gauges run their reads on the app's event loop."""
 
 from __future__ import annotations
 
@@ -87,5 +88,10 @@ def metrics_lifespan(
                 server.shutdown()
                 server.server_close()
             observers.reset()
+            if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+                from prometheus_client import multiprocess
+
+                # drop this process's live gauges (pool) from the others' aggregate
+                multiprocess.mark_process_dead(os.getpid())
 
     return lifespan
