@@ -54,9 +54,9 @@ async def test_projects_page_and_workers_page(admin: AsyncTestClient, web: WebAp
         CompleteItem(jobs[0].job_id, jobs[0].attempt_id, Outcome("success"), None)])
     home = (await admin.get("/admin")).text
     assert "Throughput" in home
-    assert re.search(r'<a href="/admin/projects/p">p</a></td>\s*<td class="num">25.0 %</td>\s*'
+    assert re.search(r'<tr><td>p</td>\s*<td class="num">25.0 %</td>\s*'
                      r'<td class="num">1.0</td>\s*<td class="num">3 min 0 s</td>', home)
-    assert re.search(r'<a href="/admin/projects/q">q</a></td>\s*<td class="num"><span class="muted">–', home)
+    assert re.search(r'<tr><td>q</td>\s*<td class="num"><span class="muted">–', home)
     workers = (await admin.get("/admin/workers")).text
     assert "Active workers" in workers
     assert re.search(r'<code>w-b</code></td><td>bob</td>\s*<td><a href="/admin/projects/p">p</a>', workers)
