@@ -51,3 +51,7 @@ class Settings:
     """Upper bound on any one statement, so a database that stops answering turns into
     500s within bounded time instead of hung requests (large deletes must fit in it)."""
     openapi: bool = True
+    metrics_listen: tuple[str, int] | None = None
+    """Where ``/metrics`` is served (a separate listener); None = no metrics (issue 14)."""
+    history_interval_s: float = 30.0
+    """Period of the job-count snapshots (progress history); runs only with the sweeper."""

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from hq_domain.jobs import Job, JobSpec, JobStatus
+from hq_domain.progress import FailureGroup, HistoryPoint, WorkerActivity
 from hq_domain.projects import Project, ProjectPut, ProjectSummary
 from hq_domain.users import Principal, Role, User, UserListItem, UserStatus
 from hq_domain.worker import (
@@ -195,6 +196,42 @@ class MaintenancePort(Protocol):
         ...
 
 
+class ObservePort(Protocol):
+    """Progress history, failures and worker activity (issue 14). Nothing here runs on the
+    worker request path; ``record_history`` is the background loop's job."""
+
+    async def fold_counts(self) -> int:
+        """Fold pending job-count deltas into the totals (PostgreSQL, migration 0004; counts
+        are exact before and after, folding keeps reads cheap). Returns total rows written;
+        the memory adapter has nothing to fold."""
+        ...
+
+    async def record_history(self) -> int:
+        """Snapshot every project's counts into the current minute and apply the retention
+        of :mod:`hq_domain.progress`; returns the projects recorded."""
+        ...
+
+    async def project_history(self, project_id: str, since_s: int) -> list[HistoryPoint]:
+        """Snapshots at or after ``since_s``, oldest first (empty for an unknown project)."""
+        ...
+
+    async def all_history(self, since_s: int) -> dict[str, list[HistoryPoint]]: ...
+
+    async def recent_failures(self, project_id: str, sample: int) -> list[FailureGroup]:
+        """The newest ``sample`` failed and ``sample`` reset_exhausted jobs, grouped by code."""
+        ...
+
+    async def worker_activity(
+        self, project_id: str | None, since_s: int
+    ) -> list[WorkerActivity]:
+        """Workers that claimed since ``since_s`` (of one project or all), newest first."""
+        ...
+
+    async def queue_health(self) -> dict[str, tuple[int | None, int]]:
+        """Per project: (enqueue time of the oldest todo job or None, expired unswept leases)."""
+        ...
+
+
 class WebPort(Protocol):
     """Browser sessions, GitHub sign-in and the worker→user mapping (spec §5)."""
 
@@ -221,7 +258,7 @@ class WebPort(Protocol):
     ) -> list[WorkerMapping]: ...
 
 
-class Store(AuthPort, WorkerPort, AdminPort, MaintenancePort, WebPort, Protocol):
+class Store(AuthPort, WorkerPort, AdminPort, MaintenancePort, ObservePort, WebPort, Protocol):
     """Everything one adapter provides. Apps depend on the narrower ports where they can."""
 
     async def close(self) -> None: ...

@@ -12,6 +12,7 @@ from tests.contract.dispatch import ClaimAuditContract, DispatchContract
 from tests.contract.enqueue import EnqueueContract
 from tests.contract.expiry import ExpiryContract
 from tests.contract.mutations import MutationContract
+from tests.contract.observe import ObserveContract
 from tests.contract.users import UsersContract
 from tests.contract.web import WebStoreContract
 
@@ -26,6 +27,7 @@ ALL_CONTRACTS = (
     JobAdminContract,
     UsersContract,
     WebStoreContract,
+    ObserveContract,
 )
 
 __all__ = [c.__name__ for c in ALL_CONTRACTS] + ["ALL_CONTRACTS"]

@@ -18,6 +18,7 @@ from tests.contract import (
     ExpiryContract,
     JobAdminContract,
     MutationContract,
+    ObserveContract,
     ProjectAdminContract,
     UsersContract,
     WebStoreContract,
@@ -70,6 +71,9 @@ class TestUsersPostgres(PostgresFixtures, UsersContract): ...
 
 
 class TestWebStorePostgres(PostgresFixtures, WebStoreContract): ...
+
+
+class TestObservePostgres(PostgresFixtures, ObserveContract): ...
 
 
 def test_every_contract_is_run() -> None:

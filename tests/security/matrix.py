@@ -83,6 +83,8 @@ ROUTES = [
           "items": [{**REF, "retryable": False, "error": {"code": "e", "message": ""}}]}),
     Route(23, "worker", "POST", "/api/v1/projects/p/jobs/extend-lease", 200,
           {"worker_id": "w", "extend_seconds": 10, "items": [REF]}),
+    # not in the spec: our progress route (issue 14), admin-only like the other admin routes
+    Route(24, "admin", "GET", "/api/v1/admin/projects/p/progress", 200),
 ]  # fmt: skip
 
 

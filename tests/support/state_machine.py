@@ -323,6 +323,12 @@ def make_state_machine(factory: StoreFactory) -> type[RuleBasedStateMachine]:
                     reset += 1
             assert reset == swept
 
+        @rule()
+        def fold_counts(self):
+            """Issue 14: folding count deltas (PostgreSQL) never changes a count; the
+            invariant checks every project's counts after it, as after every rule."""
+            self.run(self.store.fold_counts())
+
         # --- rules: admin jobs ---------------------------------------------------------
         def _job_ref(self, data, statuses):
             """(project, job id): usually a job in one of ``statuses``, else any id (or none)."""

@@ -13,6 +13,7 @@ from tests.contract import (
     ExpiryContract,
     JobAdminContract,
     MutationContract,
+    ObserveContract,
     ProjectAdminContract,
     UsersContract,
     WebStoreContract,
@@ -66,6 +67,9 @@ class TestUsersMemory(MemoryFixtures, UsersContract): ...
 
 
 class TestWebStoreMemory(MemoryFixtures, WebStoreContract): ...
+
+
+class TestObserveMemory(MemoryFixtures, ObserveContract): ...
 
 
 class TestMemoryIndexes:

@@ -199,6 +199,17 @@ class AdminClient:
         path = f"/api/v1/admin/projects/{_seg(project_id)}"
         return self._request("GET", path, wire.ProjectSummary, expect=200)  # type: ignore[return-value]
 
+    def get_progress(self, project_id: str) -> wire.Progress | None:
+        """Percent done, rate and ETA; None from a server without the route (404
+        ``not_found`` for a known project means the route is missing, e.g. the reference)."""
+        path = f"/api/v1/admin/projects/{_seg(project_id)}/progress"
+        try:
+            return self._request("GET", path, wire.Progress, expect=200)  # type: ignore[return-value]
+        except ApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
     def put_project(self, project_id: str, body: dict[str, Any]) -> wire.ProjectSummary:
         path = f"/api/v1/admin/projects/{_seg(project_id)}"
         return self._request(  # type: ignore[return-value]

@@ -43,6 +43,17 @@ class JobCounts(_In):
     reset_exhausted: int
 
 
+class Progress(_In):
+    """GET …/progress (issue 14; our server only: the reference answers 404)."""
+
+    project_id: str
+    job_counts: JobCounts
+    percent_done: float | None
+    rate_per_minute: float | None
+    eta_seconds: int | None
+    history_minutes: int
+
+
 class ProjectSummary(_In):
     id: str
     status: str

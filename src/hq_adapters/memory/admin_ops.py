@@ -40,6 +40,7 @@ def delete_project(state: MemoryState, project_id: str) -> None:
         state.job_project.pop(job_id, None)
     del state.project_jobs[project_id]
     del state.projects[project_id]
+    state.history.pop(project_id, None)
     for key in [k for k in state.claim_buckets if k[0] == project_id]:
         del state.claim_buckets[key]
 

@@ -69,6 +69,8 @@ class MemoryState:
     job_project: dict[int, str] = field(default_factory=dict)  # job_id → project_id
     claim_buckets: dict[tuple[str, str, int], ClaimBucketRow] = field(default_factory=dict)
     workers: dict[str, str] = field(default_factory=dict)  # worker_id → user_id
+    # project_id → minute_s → counts snapshot (hq_domain.progress; deleted with the project)
+    history: dict[str, dict[int, JobCounts]] = field(default_factory=dict)
     last_job_id: int = 0
 
     def next_job_id(self) -> int:

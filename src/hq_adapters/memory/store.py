@@ -9,12 +9,13 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
-from hq_adapters.memory import admin_ops, user_ops, web_ops, worker_ops
+from hq_adapters.memory import admin_ops, observe_ops, user_ops, web_ops, worker_ops
 from hq_adapters.memory.state import MemoryState
 from hq_domain.clock import Clock, seconds
 from hq_domain.ids import is_id
 from hq_domain.jobs import Job, JobSpec, JobStatus
 from hq_domain.ports import Gated, JobPage, WorkerMapping
+from hq_domain.progress import FailureGroup, HistoryPoint, WorkerActivity
 from hq_domain.projects import Project, ProjectPut, ProjectSummary
 from hq_domain.users import Principal, Role, User, UserListItem, UserStatus
 from hq_domain.worker import (
@@ -220,6 +221,35 @@ class MemoryStore:
             return len(expired[:n])
 
         return await self._run(sweep)
+
+    # --- observe (issue 14) -----------------------------------------------------------------
+    async def fold_counts(self) -> int:
+        """Nothing to fold: memory counts are the status indexes' sizes."""
+        return 0
+
+    async def record_history(self) -> int:
+        return await self._run(lambda now: observe_ops.record_history(self.state, seconds(now)))
+
+    async def project_history(self, project_id: str, since_s: int) -> list[HistoryPoint]:
+        return await self._run(
+            lambda _: observe_ops.project_history(self.state, project_id, since_s)
+        )
+
+    async def all_history(self, since_s: int) -> dict[str, list[HistoryPoint]]:
+        return await self._run(lambda _: observe_ops.all_history(self.state, since_s))
+
+    async def recent_failures(self, project_id: str, sample: int) -> list[FailureGroup]:
+        return await self._run(
+            lambda _: observe_ops.recent_failures(self.state, project_id, sample)
+        )
+
+    async def worker_activity(self, project_id: str | None, since_s: int) -> list[WorkerActivity]:
+        return await self._run(
+            lambda _: observe_ops.worker_activity(self.state, project_id, since_s)
+        )
+
+    async def queue_health(self) -> dict[str, tuple[int | None, int]]:
+        return await self._run(lambda now: observe_ops.queue_health(self.state, seconds(now)))
 
     # --- web ------------------------------------------------------------------------------
     async def create_session(self, digest: bytes, user_id: str, expires_at: int) -> None:

@@ -63,3 +63,7 @@ class StoreBase:
 
     async def close(self) -> None:
         await self._pool.close()
+
+    def pool_stats(self) -> tuple[int, int]:
+        """(open connections, idle connections) of the pool, for the metrics gauge."""
+        return self._pool.get_size(), self._pool.get_idle_size()

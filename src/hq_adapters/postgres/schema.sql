@@ -80,7 +80,7 @@ CREATE TABLE tracker_jobs (
     completed_at bigint,
     artifact_receipts jsonb,
     random_key integer NOT NULL,
-    last_worker_id text,  -- 0004: the worker of the last finished or expired attempt (dashboard)
+    last_worker_id text,  -- 0007: the worker of the last finished or expired attempt (dashboard)
     CHECK ((status = 'wip' AND attempt_id IS NOT NULL AND worker_id IS NOT NULL
             AND lease_expires_at IS NOT NULL)
         OR (status <> 'wip' AND attempt_id IS NULL AND worker_id IS NULL
@@ -116,3 +116,30 @@ CREATE TABLE tracker_workers (
     user_id text NOT NULL REFERENCES tracker_users (id) ON DELETE CASCADE
 );
 CREATE INDEX tracker_workers_user_idx ON tracker_workers (user_id);
+
+-- Job counts: folded totals per (project, status) plus signed deltas appended by statement
+-- triggers on tracker_jobs and folded by the server's background loop; a project's count is
+-- the sum over both (migration 0004 holds the functions and triggers and explains the design).
+CREATE TABLE tracker_job_counts (
+    project_id text NOT NULL,
+    status text NOT NULL,
+    n bigint NOT NULL,
+    PRIMARY KEY (project_id, status)
+);
+CREATE TABLE tracker_job_count_deltas (
+    project_id text NOT NULL,
+    status text NOT NULL,
+    n bigint NOT NULL
+);
+
+-- Per-minute snapshots of the job counts (migration 0005; hq_domain.progress has the rules).
+CREATE TABLE tracker_project_history (
+    project_id text NOT NULL REFERENCES tracker_projects (id) ON DELETE CASCADE,
+    minute_s bigint NOT NULL,
+    todo bigint NOT NULL,
+    wip bigint NOT NULL,
+    done bigint NOT NULL,
+    failed bigint NOT NULL,
+    reset_exhausted bigint NOT NULL,
+    PRIMARY KEY (project_id, minute_s)
+);

@@ -29,6 +29,7 @@ import asyncpg
 
 from hq_adapters.postgres.admin import AdminMixin
 from hq_adapters.postgres.enqueue import EnqueueMixin
+from hq_adapters.postgres.observe import ObserveMixin
 from hq_adapters.postgres.queries import q
 from hq_adapters.postgres.users import UsersMixin
 from hq_adapters.postgres.web import WebMixin
@@ -67,7 +68,7 @@ _HINT = (
 )
 
 
-class PostgresStore(WorkerMixin, AdminMixin, EnqueueMixin, UsersMixin, WebMixin):
+class PostgresStore(WorkerMixin, AdminMixin, EnqueueMixin, UsersMixin, WebMixin, ObserveMixin):
     """Every port over one asyncpg pool; time comes only from the injected clock."""
 
     async def ping(self, timeout_s: float) -> None:

@@ -8,6 +8,7 @@ from litestar import Litestar, Request, Response, get
 from litestar.handlers import HTTPRouteHandler
 
 from hq_apps.api import framework_caches
+from hq_apps.api.admin_progress import progress_handlers
 from hq_apps.api.admin_projects import project_handlers
 from hq_apps.api.admin_users import user_handlers
 from hq_apps.api.auth import authenticate
@@ -16,7 +17,7 @@ from hq_apps.api.errors import EXCEPTION_HANDLERS
 from hq_apps.api.http import json_response
 from hq_apps.api.openapi import op, openapi_config
 from hq_apps.api.readiness import readiness_handler
-from hq_apps.api.sweeper import sweeper_lifespan
+from hq_apps.api.sweeper import history_lifespan, sweeper_lifespan
 from hq_apps.api.wire_out import HealthOut, WhoamiOut
 from hq_apps.api.worker_routes import worker_handlers
 from hq_apps.settings import Settings
@@ -44,12 +45,26 @@ def _source_upload_handlers(store: Store, clock: Clock) -> list[HTTPRouteHandler
     return source_handlers(store, clock)
 
 
+def _lifespans(settings: Settings, store: Store, clock: Clock) -> list[Any]:
+    history_s = settings.history_interval_s if settings.sweep_interval_s > 0 else 0
+    out = [
+        sweeper_lifespan(store, settings.sweep_interval_s, settings.sweep_batch),
+        history_lifespan(store, history_s),
+    ]
+    if settings.metrics_listen is not None:
+        from hq_apps.metrics.exporter import metrics_lifespan  # only with metrics enabled
+
+        out.append(metrics_lifespan(settings.metrics_listen, store, clock))
+    return out
+
+
 def create_app(settings: Settings, store: Store, clock: Clock | None = None) -> Litestar:
     """Build the tracker app. ``store`` is owned by the caller (opened and closed outside)."""
     clock = clock or SystemClock()
     handlers: list[Any] = [
         *_common_handlers(store),
         *project_handlers(store),
+        *progress_handlers(store, clock),
         *_source_upload_handlers(store, clock),
         *user_handlers(store),
         *worker_handlers(store),
@@ -63,7 +78,7 @@ def create_app(settings: Settings, store: Store, clock: Clock | None = None) -> 
         route_handlers=handlers,
         exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=openapi_config() if settings.openapi else None,
-        lifespan=[sweeper_lifespan(store, settings.sweep_interval_s, settings.sweep_batch)],
+        lifespan=_lifespans(settings, store, clock),
         request_max_body_size=GLOBAL_BODY_LIMIT,
         logging_config=None,
         debug=False,

@@ -6,6 +6,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from hq_apps.api import observers
+
 SCOPE_KEY = "hq.request"
 log = logging.getLogger("hq.api.request")
 
@@ -30,6 +32,9 @@ def set_worker_id(scope: Any, worker_id: object) -> None:
 
 
 def emit(scope: Any, ctx: RequestContext, latency_ms: float) -> None:
+    observers.current.request(
+        str(scope.get("method")), observers.route_of(scope), ctx.status, latency_ms / 1000
+    )
     if not log.isEnabledFor(logging.INFO):
         return
     params = scope.get("path_params") or {}

@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-from hq_domain.ports import MaintenancePort
+from hq_apps.api import observers
+from hq_domain.ports import MaintenancePort, ObservePort
 
 log = logging.getLogger("hq.sweeper")
 
@@ -20,13 +21,56 @@ async def sweep_forever(store: MaintenancePort, interval_s: float, batch: int) -
         try:
             # A full batch means more may be waiting: keep going, still bounded per call.
             while (swept := await store.sweep_expired(batch)) >= batch:
+                observers.current.swept(swept)
                 await asyncio.sleep(0)
+            observers.current.swept(swept)
             if swept:
                 log.info("expired leases reset", extra={"fields": {"reset": swept}})
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("lease sweep failed")
+
+
+async def observe_forever(store: ObservePort, fold_interval_s: float, history_interval_s: float) -> None:
+    """Off the request path: fold job-count deltas every ``fold_interval_s`` (keeps count
+    reads cheap) and snapshot the counts every ``history_interval_s``. Any number of
+    processes may run this: folds never double-count and a minute's snapshot is an upsert."""
+    next_history = 0.0
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            await store.fold_counts()
+            if loop.time() >= next_history:
+                next_history = loop.time() + history_interval_s
+                await store.record_history()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("count fold or history snapshot failed")
+        await asyncio.sleep(fold_interval_s)
+
+
+def history_lifespan(
+    store: ObservePort, interval_s: float, fold_interval_s: float = 2.0
+) -> Callable[[Any], AbstractAsyncContextManager[None]]:
+    @asynccontextmanager
+    async def lifespan(_app: Any) -> AsyncIterator[None]:
+        if interval_s <= 0:
+            yield
+            return
+        task = asyncio.create_task(
+            observe_forever(store, min(fold_interval_s, interval_s), interval_s),
+            name="hq-observe",
+        )
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    return lifespan
 
 
 def sweeper_lifespan(

@@ -308,6 +308,17 @@ def user_out(item: UserListItem) -> UserOut:
     )
 
 
+class ProgressOut(_Out):
+    """GET /api/v1/admin/projects/{id}/progress (issue 14; not in the reference)."""
+
+    project_id: str
+    job_counts: JobCountsOut
+    percent_done: float | None
+    rate_per_minute: float | None
+    eta_seconds: int | None
+    history_minutes: int
+
+
 RESPONSE_TYPES: tuple[type[msgspec.Struct], ...] = (
     ErrorEnvelope,
     BatchResultOut,
@@ -323,4 +334,5 @@ RESPONSE_TYPES: tuple[type[msgspec.Struct], ...] = (
     WhoamiOut,
     HealthOut,
     SourceOut,
+    ProgressOut,
 )

@@ -14,6 +14,7 @@ from litestar import Request, Response, get, post
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
+from hq_apps.api import observers
 from hq_apps.api import wire_in as w
 from hq_apps.api.auth import check_worker_gate, client_version, request_token, worker_gate
 from hq_apps.api.http import json_response, read_early, read_json
@@ -128,11 +129,13 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
             set_worker_id(request.scope, req.worker_id)
             if result is None:  # not expected: the gate passed, so the claim should have run
                 result = await store.claim(principal.user_id, project_id, req)
+            observers.current.claim(project_id, len(result.jobs))
             return json_response(claim_out(result))
         principal, _ = await worker_gate(request, store, project_id)
         body = early.get() if early else await read_json(request, w.ClaimIn)
         set_worker_id(request.scope, body.worker_id)
         result = await store.claim(principal.user_id, project_id, _claim_request(body))
+        observers.current.claim(project_id, len(result.jobs))
         return json_response(claim_out(result))
 
     @post(
@@ -152,6 +155,7 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
             set_worker_id(request.scope, worker_id)
             if results is None:
                 results = await store.complete(principal.user_id, project_id, worker_id, items)
+            observers.current.items(project_id, "complete", results)
             return json_response(item_results(results))
         principal, _ = await worker_gate(request, store, project_id)
         body = early.get() if early else await read_json(request, w.CompleteIn)
@@ -163,6 +167,7 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
         except HqError as exc:
             await _status_first(store, project_id, WorkerOp.COMPLETE, exc)
         results = await store.complete(principal.user_id, project_id, body.worker_id or "", items)
+        observers.current.items(project_id, "complete", results)
         return json_response(item_results(results))
 
     @post(
@@ -182,6 +187,7 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
             set_worker_id(request.scope, worker_id)
             if results is None:
                 results = await store.fail(principal.user_id, project_id, worker_id, items)
+            observers.current.items(project_id, "fail", results)
             return json_response(item_results(results))
         principal, _ = await worker_gate(request, store, project_id)
         body = early.get() if early else await read_json(request, w.FailIn)
@@ -193,6 +199,7 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
         except HqError as exc:
             await _status_first(store, project_id, WorkerOp.FAIL, exc)
         results = await store.fail(principal.user_id, project_id, body.worker_id or "", items)
+        observers.current.items(project_id, "fail", results)
         return json_response(item_results(results))
 
     @post(
@@ -214,6 +221,7 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
                 results = await store.extend_lease(
                     principal.user_id, project_id, worker_id, seconds, refs
                 )
+            observers.current.items(project_id, "extend", results)
             return json_response(item_results(results))
         principal, _ = await worker_gate(request, store, project_id)
         body = early.get() if early else await read_json(request, w.ExtendIn)
@@ -229,6 +237,7 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
         results = await store.extend_lease(
             principal.user_id, project_id, body.worker_id or "", seconds, refs
         )
+        observers.current.items(project_id, "extend", results)
         return json_response(item_results(results))
 
     return [project_policy, claim, complete, fail, extend_lease]

@@ -24,6 +24,8 @@ from cyclopts import Parameter
 from hq_adapters.postgres.store import one_shot_options
 from hq_apps.cli.ops_logs import read_log_stats
 from hq_apps.cli.ops_render import JOB_STATUSES, render_text
+from hq_domain.progress import RATE_WINDOW_S, HistoryPoint, progress
+from hq_domain.projects import JobCounts
 
 OVER_LIMIT_TOLERANCE = 1.10  # a worker is flagged above 110 % of worker_claim_qps …
 OVER_LIMIT_SLACK_REQUESTS = 1  # … plus one request per minute for bucket-edge effects
@@ -61,6 +63,16 @@ def _database_url(value: str | None) -> str:
     return url
 
 
+def _progress(points: list[HistoryPoint], counts: dict[str, int], now_s: int) -> dict[str, Any]:
+    """Percent done, rate and ETA as the progress route and the dashboard compute them."""
+    p = progress(points, JobCounts(**{s: counts.get(s, 0) for s in JOB_STATUSES}), now_s)
+    return {
+        "percent_done": None if p.percent_done is None else round(p.percent_done, 3),
+        "rate_per_minute": None if p.rate_per_minute is None else round(p.rate_per_minute, 3),
+        "eta_seconds": p.eta_seconds,
+    }
+
+
 def _ratio(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
@@ -79,6 +91,10 @@ async def collect(
     }
     expired = {r["project_id"]: r["n"] for r in await conn.fetch(QUERIES["expired_wip"], now_s)}
     finished = {r["project_id"]: r for r in await conn.fetch(QUERIES["finished_since"], since_s)}
+    history: dict[str, list[HistoryPoint]] = {}
+    for r in await conn.fetch(QUERIES["history_since"], now_s - RATE_WINDOW_S):
+        history.setdefault(r["project_id"], []).append(HistoryPoint(r["minute_s"], JobCounts(
+            r["todo"], r["wip"], r["done"], r["failed"], r["reset_exhausted"])))
 
     projects = []
     for p in await conn.fetch(QUERIES["projects"]):
@@ -100,6 +116,7 @@ async def collect(
                 "job_counts": {s: counts.get(pid, {}).get(s, 0) for s in JOB_STATUSES},
                 "oldest_todo_age_seconds": max(0, now_s - oldest[pid]) if pid in oldest else None,
                 "expired_wip": expired.get(pid, 0),
+                **_progress(history.get(pid, []), counts.get(pid, {}), now_s),
                 "finished": {
                     "done": done,
                     "failed": failed,

@@ -9,9 +9,12 @@ FROM tracker_projects
 ORDER BY id;
 
 -- name: job_counts
--- Current job counts by project and status (a full scan, as the admin summary does).
-SELECT project_id, status, count(*) AS n
-FROM tracker_jobs
+-- Current job counts by project and status: folded totals plus pending deltas, kept by the
+-- triggers of migration 0004 (O(1) in the number of jobs, exact as of the statement).
+SELECT project_id, status, sum(n)::bigint AS n
+FROM (SELECT project_id, status, n FROM tracker_job_counts
+      UNION ALL
+      SELECT project_id, status, n FROM tracker_job_count_deltas) AS u
 GROUP BY project_id, status;
 
 -- name: oldest_todo
@@ -69,3 +72,10 @@ SELECT id FROM tracker_projects ORDER BY id;
 -- project_id, so each statement touches only that project's rows.
 DELETE FROM tracker_worker_claim_buckets
 WHERE project_id = $1 AND bucket_started_at_ms < $2;
+
+-- name: history_since
+-- Per-minute count snapshots since $1 (s) (migration 0005), for the rate and ETA.
+SELECT project_id, minute_s, todo, wip, done, failed, reset_exhausted
+FROM tracker_project_history
+WHERE minute_s >= $1
+ORDER BY project_id, minute_s;

@@ -97,6 +97,11 @@ AdminOrg = Annotated[
 AdminTeam = Annotated[
     str, Parameter(env_var="HQ_OAUTH_ADMIN_TEAM", help="Team slug (in that org) of admins.")
 ]
+MetricsListen = Annotated[
+    str,
+    Parameter(env_var="HQ_METRICS_LISTEN",
+              help="Serve Prometheus /metrics on this separate host:port (off when empty)."),
+]  # fmt: skip
 
 
 @app.command(name="web-keygen")
@@ -320,6 +325,7 @@ def serve(
     pooler: DatabasePooler = "none",
     processes: Processes = 1,
     pool_max: PoolMax = 16,
+    metrics_listen: MetricsListen = "",
 ) -> None:
     """Serve the tracker API (and the dashboard when web administration is configured).
 
@@ -336,6 +342,9 @@ def serve(
     pool_max
         Connections per process at most (2 are kept open); the deployment needs
         replicas × processes × pool_max of PostgreSQL's (or PgBouncer's) connections.
+    metrics_listen
+        Serve Prometheus ``/metrics`` on this separate HOST:PORT (off when empty); with
+        several processes, one of them serves every process's counters.
     """
     from hq_apps.processes import MAX_PROCESSES, serve_processes
 
@@ -350,15 +359,16 @@ def serve(
         public_url, github_client_id, github_client_secret_file,
         web_session_secret_file, oauth_admin_org, oauth_admin_team,
     )  # fmt: skip
+    metrics = parse_listen(metrics_listen) if metrics_listen else None
     settings = Settings(
         listen=listen, database_url=database_url, database_pooler=_pooler(pooler),
         processes=processes, pool_min=min(2, pool_max), pool_max=pool_max, web=web,
+        metrics_listen=metrics,
     )  # fmt: skip
     if processes == 1:
         wiring.run(wiring.serve(settings, host, port))
         return
-    # metrics=: the metrics settings (when they exist) decide; see hq_apps.processes.
-    if serve_processes(settings, host, port, metrics=False) != 0:
+    if serve_processes(settings, host, port, metrics=metrics is not None) != 0:
         raise CliError("serve: a server process failed")
 
 

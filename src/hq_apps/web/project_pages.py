@@ -17,6 +17,7 @@ from litestar.params import FromPath
 from hq_apps.web import forms
 from hq_apps.web.context import FORM_LIMIT, Session, WebContext, page_session, post_session
 from hq_apps.web.job_lines import parse_enqueue_box
+from hq_apps.web.progress_view import progress_context, projects_progress, refresh_seconds
 from hq_apps.web.render import error_page, page, redirect
 from hq_domain.errors import HqError
 from hq_domain.ids import is_id
@@ -69,6 +70,7 @@ async def admin_home(
     return page(
         web.env, "admin.html", status=status, user=session.user, csrf=session.csrf,
         projects=projects, error=error, form={**project_form_values(None), **(values or {})},
+        projects_progress=await projects_progress(web.store, projects, web.now()),
         notice=notice, cookies=cookies, **CHOICES,
     )
 
@@ -181,6 +183,8 @@ async def project_page(
     jobs = await web.store.list_jobs(project_id, filt, after, JOBS_PER_PAGE)
     context: dict[str, Any] = {
         "form": project_form_values(summary), "jobs_json": "", **(extra or {}),
+        **await progress_context(web.store, summary, web.now()),
+        "refresh_s": refresh_seconds(q.get("refresh")),
     }
     links = pager(project_id, after, back, filt and filt.value, jobs.next_after_job_id)
     return page(

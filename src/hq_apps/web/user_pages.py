@@ -7,6 +7,7 @@ from litestar.di import NamedDependency
 from litestar.params import FromPath
 
 from hq_apps.web.context import FORM_LIMIT, Session, WebContext, page_session, post_session
+from hq_apps.web.progress_view import workers_context
 from hq_apps.web.render import error_page, page, redirect
 from hq_domain.errors import HqError, NotFound
 from hq_domain.ids import is_id, new_machine_token
@@ -142,4 +143,5 @@ async def workers(request: Request, web: NamedDependency[WebContext]) -> Respons
     if worker_id is not None and not is_id(worker_id):
         return error_page(web.env, 400, "Invalid worker ID", **ctx)
     mappings = await web.store.list_worker_mappings(worker_id, 1 if worker_id else MAX_MAPPINGS)
-    return page(web.env, "workers.html", mappings=mappings, worker_id=worker_id, **ctx)
+    activity = {} if worker_id else await workers_context(web.store, None, web.now())
+    return page(web.env, "workers.html", mappings=mappings, worker_id=worker_id, **activity, **ctx)

@@ -95,11 +95,16 @@ async def build_known_state(conn) -> None:
     await add_bucket(conn, "beta", "w3", NOW - 60, 100, 0, 1)
 
 
+HISTORY_AT = NOW - 600 - NOW % 60
+
+
 @pytest.fixture
 async def known_db(pg_dsn: str) -> str:
     conn = await asyncpg.connect(pg_dsn)
     try:
         await build_known_state(conn)
+        await conn.execute(  # a count snapshot 10 minutes before NOW (migration 0005)
+            "INSERT INTO tracker_project_history VALUES ('alpha', $1, 9, 0, 1, 0, 0)", HISTORY_AT)
     finally:
         await conn.close()
     return pg_dsn
@@ -130,6 +135,11 @@ async def test_monitor_report_in_a_known_state(known_db: str) -> None:
         "permanent_failure_rate": round(1 / 7, 4), "reset_exhausted_rate": round(1 / 7, 4),
         "done_with_receipts": 2, "receipt_bearing_rate": 0.4,
     }  # fmt: skip
+    # issue 14: the same percent, rate and ETA as the progress route and the dashboard
+    rate = 5 * 60 / (NOW - HISTORY_AT)
+    assert alpha["percent_done"] == 40.0 and alpha["rate_per_minute"] == round(rate, 3)
+    assert alpha["eta_seconds"] == round(6 / rate * 60)
+    assert (beta["percent_done"], beta["rate_per_minute"], beta["eta_seconds"]) == (40.0, None, None)
     assert beta["status"] == "draining"
     assert beta["job_counts"] == {"todo": 0, "wip": 1, "done": 2, "failed": 2, "reset_exhausted": 0}
     assert (beta["oldest_todo_age_seconds"], beta["expired_wip"]) == (None, 1)

@@ -288,7 +288,11 @@ def test_admin_commands(admin, conn, capsys) -> None:
     assert table.splitlines()[0].split()[:3] == ["ID", "STATUS", "IDENTITY"]
     assert any(line.startswith("adm ") for line in table.splitlines())
     assert run(["projects", "get", "--project-id", "adm", *conn]) == 0
-    assert "todo=5" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "todo=5" in shown
+    # issue 14: percent done, rate and ETA from the progress route (no history yet)
+    assert "percent_done  0.0%" in shown and "rate          unknown" in shown
+    assert "eta           unknown" in shown
     assert run(["jobs", "list", "--project-id", "adm", *conn, "--limit", "2", "--json"]) == 0
     page = json.loads(capsys.readouterr().out)
     assert len(page["jobs"]) == 2 and page["next_after_job_id"] == page["jobs"][1]["job_id"]

@@ -180,3 +180,30 @@ def test_put_project_rejects_bad_qps_before_connecting(capsys: pytest.CaptureFix
     )
     assert code == 1
     assert "dispatch-qps" in _last_error(capsys)["error"]
+
+
+def test_serve_metrics_listen_flag_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--metrics-listen / HQ_METRICS_LISTEN reach the settings; empty means no metrics."""
+    seen: list[object] = []
+
+    def fake_run(coro) -> None:  # type: ignore[no-untyped-def]
+        coro.close()
+
+    def fake_serve(settings, host, port):  # type: ignore[no-untyped-def]
+        seen.append(settings.metrics_listen)
+
+        async def nothing() -> None:
+            return None
+
+        return nothing()
+
+    monkeypatch.setattr(tracker.wiring, "run", fake_run)
+    monkeypatch.setattr(tracker.wiring, "serve", fake_serve)
+    monkeypatch.setenv("HQ_DATABASE_URL", "postgresql://nowhere/db")
+    assert tracker.run(["serve", "-listen", "127.0.0.1:0", "-metrics-listen", "127.0.0.1:9108"]) == 0
+    monkeypatch.setenv("HQ_METRICS_LISTEN", "127.0.0.1:9200")
+    assert tracker.run(["serve", "-listen", "127.0.0.1:0"]) == 0
+    monkeypatch.delenv("HQ_METRICS_LISTEN")
+    assert tracker.run(["serve", "-listen", "127.0.0.1:0"]) == 0
+    assert seen == [("127.0.0.1", 9108), ("127.0.0.1", 9200), None]
+    assert tracker.run(["serve", "-listen", "127.0.0.1:0", "-metrics-listen", "nope"]) == 1

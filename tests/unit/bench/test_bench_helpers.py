@@ -190,3 +190,16 @@ def test_plans_probe_runs_the_ceiling_statements() -> None:
 
     assert plans.adapter_statements is ceiling.adapter_statements
     assert plans.SERVER_SETTINGS is ceiling.SERVER_SETTINGS
+
+
+def test_counts_finding_says_whether_summaries_grow() -> None:
+    from benchmarks.findings import _counts_finding
+
+    def scale(rows: int, ms: float) -> dict:
+        return {"finished_rows": rows, "latency_ms": {"admin_get_project": {"p50": ms}}}
+
+    flat = _counts_finding({"scale": [scale(0, 1.2), scale(10_000_000, 1.5)]})
+    assert "do not grow" in flat[0] and "1.5 ms at 10,000,000" in flat[0]
+    grows = _counts_finding({"scale": [scale(0, 81), scale(10_000_000, 1953)]})
+    assert "grow with the project" in grows[0] and "1,953 ms" in grows[0]
+    assert _counts_finding({"scale": [scale(0, 1.0)]}) == []

@@ -85,6 +85,7 @@ def sample_report(requests=None):
              "dispatch_qps": None, "worker_claim_qps": 0.2,
              "job_counts": {"todo": 5, "wip": 2, "done": 7, "failed": 1, "reset_exhausted": 2},
              "oldest_todo_age_seconds": 7260, "expired_wip": 1,
+             "percent_done": 41.667, "rate_per_minute": 2.5, "eta_seconds": 168,
              "finished": {"done": 7, "failed": 1, "reset_exhausted": 2,
                           "permanent_failure_rate": 0.1, "reset_exhausted_rate": 0.2,
                           "done_with_receipts": 6, "receipt_bearing_rate": 0.8571}},
@@ -97,7 +98,8 @@ def sample_report(requests=None):
 def test_text_rendering_shows_every_figure() -> None:
     text = render_text(sample_report())
     row = next(line for line in text.splitlines() if line.startswith("sinavideo"))
-    assert row.split() == ["sinavideo", "active", "5", "2", "7", "1", "2", "2h01m", "1", "10",
+    assert row.split() == ["sinavideo", "active", "5", "2", "7", "1", "2", "2h01m", "1",
+                           "41.7", "2.5", "2m48s", "10",
                            "10.0%", "20.0%", "85.7%"]  # fmt: skip
     worker = next(line for line in text.splitlines() if line.startswith("p "))
     assert worker.split()[-1] == "stale_policy,over_limit"

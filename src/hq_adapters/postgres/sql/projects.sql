@@ -1,29 +1,40 @@
 -- name: list_projects
--- Every project with its five job counts, sorted by id (plain read; counts use the
--- (project_id, status, job_id) index).
-SELECT p.*, c.todo, c.wip, c.done, c.failed, c.reset_exhausted
+-- Every project with its five job counts, sorted by id. A count is the folded total plus the
+-- deltas appended since the last fold (migration 0004), read in one snapshot: exact, and O(1)
+-- in the number of jobs.
+WITH k AS (
+    SELECT project_id, status, sum(n) AS n
+    FROM (SELECT project_id, status, n FROM tracker_job_counts
+          UNION ALL
+          SELECT project_id, status, n FROM tracker_job_count_deltas) AS u
+    GROUP BY project_id, status
+)
+SELECT p.*,
+       coalesce(sum(k.n) FILTER (WHERE k.status = 'todo'), 0)::bigint AS todo,
+       coalesce(sum(k.n) FILTER (WHERE k.status = 'wip'), 0)::bigint AS wip,
+       coalesce(sum(k.n) FILTER (WHERE k.status = 'done'), 0)::bigint AS done,
+       coalesce(sum(k.n) FILTER (WHERE k.status = 'failed'), 0)::bigint AS failed,
+       coalesce(sum(k.n) FILTER (WHERE k.status = 'reset_exhausted'), 0)::bigint
+           AS reset_exhausted
 FROM tracker_projects p
-CROSS JOIN LATERAL (
-    SELECT count(*) FILTER (WHERE j.status = 'todo') AS todo,
-           count(*) FILTER (WHERE j.status = 'wip') AS wip,
-           count(*) FILTER (WHERE j.status = 'done') AS done,
-           count(*) FILTER (WHERE j.status = 'failed') AS failed,
-           count(*) FILTER (WHERE j.status = 'reset_exhausted') AS reset_exhausted
-    FROM tracker_jobs j WHERE j.project_id = p.id
-) c
+LEFT JOIN k ON k.project_id = p.id
+GROUP BY p.id
 ORDER BY p.id
 
 -- name: get_project_summary
--- One project with its job counts (plain read).
+-- One project with its job counts (O(1): see list_projects).
 SELECT p.*, c.todo, c.wip, c.done, c.failed, c.reset_exhausted
 FROM tracker_projects p
 CROSS JOIN LATERAL (
-    SELECT count(*) FILTER (WHERE j.status = 'todo') AS todo,
-           count(*) FILTER (WHERE j.status = 'wip') AS wip,
-           count(*) FILTER (WHERE j.status = 'done') AS done,
-           count(*) FILTER (WHERE j.status = 'failed') AS failed,
-           count(*) FILTER (WHERE j.status = 'reset_exhausted') AS reset_exhausted
-    FROM tracker_jobs j WHERE j.project_id = p.id
+    SELECT coalesce(sum(n) FILTER (WHERE u.status = 'todo'), 0)::bigint AS todo,
+           coalesce(sum(n) FILTER (WHERE u.status = 'wip'), 0)::bigint AS wip,
+           coalesce(sum(n) FILTER (WHERE u.status = 'done'), 0)::bigint AS done,
+           coalesce(sum(n) FILTER (WHERE u.status = 'failed'), 0)::bigint AS failed,
+           coalesce(sum(n) FILTER (WHERE u.status = 'reset_exhausted'), 0)::bigint
+               AS reset_exhausted
+    FROM (SELECT status, n FROM tracker_job_counts WHERE project_id = $1
+          UNION ALL
+          SELECT status, n FROM tracker_job_count_deltas WHERE project_id = $1) AS u
 ) c
 WHERE p.id = $1
 

@@ -108,15 +108,14 @@ def projects_get(
 ) -> None:
     """Show one project's settings and job counts by status."""
     _need("projects get", project_id=project_id)
-    got = _call(
-        "projects get",
-        _conn(url, allow_http, machine_token_file, timeout),
-        lambda c: c.get_project(project_id),
-    )
+    conn = _conn(url, allow_http, machine_token_file, timeout)
+    got = _call("projects get", conn, lambda c: c.get_project(project_id))
     if json_output:
         render.print_json(got)
     else:
         sys.stdout.write(render.project_detail(got))
+        progress = _call("projects get", conn, lambda c: c.get_progress(project_id))
+        sys.stdout.write(render.progress_lines(progress))
 
 
 def _qps(name: str, flag: str, text: str | None) -> float | None:

@@ -140,3 +140,27 @@ def user_rows(users: Sequence[wire.User]) -> str:
     rows = [[u.id, u.status, ",".join(u.roles), u.github_login, u.machine_token_active,
              u.machine_token_viewable] for u in users]  # fmt: skip
     return table(headers, rows)
+
+
+def duration(seconds_: int | None) -> str:
+    if seconds_ is None:
+        return "unknown"
+    d, rem = divmod(int(seconds_), 86400)
+    h, rem = divmod(rem, 3600)
+    m, s = divmod(rem, 60)
+    if d:
+        return f"{d}d{h}h"
+    if h:
+        return f"{h}h{m}m"
+    return f"{m}m{s}s" if m else f"{s}s"
+
+
+def progress_lines(p: wire.Progress | None) -> str:
+    """Percent done, rate and ETA under ``projects get`` (issue 14); nothing from a server
+    without the progress route."""
+    if p is None:
+        return ""
+    pct = "n/a (no jobs)" if p.percent_done is None else f"{p.percent_done:.1f}%"
+    rate = ("unknown (needs a minute of history)" if p.rate_per_minute is None
+            else f"{p.rate_per_minute:.1f} jobs/min (last 15 min)")
+    return pairs([("percent_done", pct), ("rate", rate), ("eta", duration(p.eta_seconds))])

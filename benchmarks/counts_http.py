@@ -1,0 +1,91 @@
+"""Issue 14: claim→complete through the HTTP API with the job-count triggers on and off.
+
+One ``tracker serve`` on a fresh database; for each (B, W) cell, runs alternate triggers
+on / off (order swapped every repeat) and report jobs/s, tracker CPU per job and PostgreSQL
+CPU per job (all backends of the bench database, from /proc: the server must be local).
+
+    uv run python -m benchmarks.counts_http [--cells 1x4 1x16 64x4] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import statistics
+from pathlib import Path
+
+import asyncpg
+
+from benchmarks import env
+from benchmarks.counts import TRIGGERS, _cpu_s
+from benchmarks.loadgen import scenario
+
+JOBS = {1: 2500, 64: 20000}
+
+
+async def _pg_cpu(conn: asyncpg.Connection) -> float:
+    pids = await conn.fetch(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+    total = 0.0
+    for r in pids:
+        with contextlib.suppress(OSError):  # a backend that just exited
+            total += _cpu_s(r["pid"])
+    return total
+
+
+async def main() -> None:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.counts_http", description=__doc__)
+    p.add_argument("--cells", nargs="+", default=["1x4", "1x16", "64x4"])
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--admin-dsn", default=env.ADMIN_DSN)
+    args = p.parse_args()
+    print(f"load average at start: {os.getloadavg()}")
+    with env.workdir() as tmp:
+        work = Path(tmp)
+        async with env.bench_database(args.admin_dsn) as dsn:
+            token = env.prepare_database(dsn, work)
+            async with env.tracker_server(dsn, token, work) as server:
+                conn = await asyncpg.connect(dsn)
+                try:
+                    print("cell        triggers  jobs/s  tracker CPU µs/job  pg CPU µs/job  runs (jobs/s)")
+                    for cell in args.cells:
+                        b, w = (int(x) for x in cell.split("x"))
+                        spec = scenario.Spec(b, w, JOBS.get(b, 20000))
+                        res: dict[bool, list[dict]] = {True: [], False: []}
+                        for r in range(args.repeat):
+                            for on in ((True, False) if r % 2 == 0 else (False, True)):
+                                verb = "ENABLE" if on else "DISABLE"
+                                for t in TRIGGERS:
+                                    await conn.execute(f"ALTER TABLE tracker_jobs {verb} TRIGGER {t}")
+                                pg0 = await _pg_cpu(conn)
+                                out = await scenario.run(server.target, spec)
+                                pg = await _pg_cpu(conn) - pg0
+                                # with the triggers off the counts are not kept: the
+                                # scenario's count check fails by construction, nothing else may
+                                problems = [x for x in out["problems"]
+                                            if on or not x.startswith("job_counts")]
+                                assert not problems, problems
+                                res[on].append({"jobs_per_s": out["jobs_per_s"],
+                                                "srv": 1e6 * out["server_cpu_s"] / spec.jobs,
+                                                "pg": 1e6 * pg / spec.jobs})
+                        for on in (True, False):
+                            m = {k: statistics.median(x[k] for x in res[on]) for k in res[on][0]}
+                            runs = " ".join(f"{x['jobs_per_s']:.0f}" for x in res[on])
+                            print(f"B={b:<3} W={w:<3} {'on ' if on else 'off'}   {m['jobs_per_s']:8.0f}"
+                                  f"  {m['srv']:12.0f}  {m['pg']:14.0f}     {runs}", flush=True)
+                        on_, off_ = ({k: statistics.median(x[k] for x in res[v]) for k in ("jobs_per_s", "pg", "srv")}
+                                     for v in (True, False))
+                        print(f"           → throughput {100 * (on_['jobs_per_s'] / off_['jobs_per_s'] - 1):+.1f} %,"
+                              f" pg CPU/job {100 * (on_['pg'] / off_['pg'] - 1):+.1f} %,"
+                              f" tracker CPU/job {100 * (on_['srv'] / off_['srv'] - 1):+.1f} %", flush=True)
+                    for t in TRIGGERS:
+                        await conn.execute(f"ALTER TABLE tracker_jobs ENABLE TRIGGER {t}")
+                finally:
+                    await conn.close()
+    print(f"load average at end: {os.getloadavg()}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

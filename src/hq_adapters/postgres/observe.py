@@ -1,0 +1,71 @@
+"""ObservePort over PostgreSQL: history snapshots, failures, worker activity (issue 14)."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from hq_adapters.postgres.base import StoreBase
+from hq_adapters.postgres.queries import q
+from hq_adapters.postgres.rows import load
+from hq_domain.progress import (
+    HOUR_RETENTION_S,
+    HOUR_S,
+    MINUTE_RETENTION_S,
+    FailureGroup,
+    HistoryPoint,
+    WorkerActivity,
+    group_failures,
+    minute_of,
+)
+from hq_domain.projects import JobCounts
+
+
+def _point(r: asyncpg.Record) -> HistoryPoint:
+    return HistoryPoint(
+        r["minute_s"],
+        JobCounts(r["todo"], r["wip"], r["done"], r["failed"], r["reset_exhausted"]),
+    )
+
+
+class ObserveMixin(StoreBase):
+    async def fold_counts(self) -> int:
+        status = await self._execute("fold_job_counts")
+        return int(status.rsplit(" ", 1)[-1])
+
+    async def record_history(self) -> int:
+        now_s = self._now_s()
+        async with self._tx() as conn:
+            status = await conn.execute(q("record_history"), minute_of(now_s))
+            await conn.execute(
+                q("prune_history"), HOUR_S, now_s - MINUTE_RETENTION_S, now_s - HOUR_RETENTION_S
+            )
+        return int(status.rsplit(" ", 1)[-1])
+
+    async def project_history(self, project_id: str, since_s: int) -> list[HistoryPoint]:
+        return [_point(r) for r in await self._fetch("project_history", project_id, since_s)]
+
+    async def all_history(self, since_s: int) -> dict[str, list[HistoryPoint]]:
+        out: dict[str, list[HistoryPoint]] = {}
+        for r in await self._fetch("all_history", since_s):
+            out.setdefault(r["project_id"], []).append(_point(r))
+        return out
+
+    async def recent_failures(self, project_id: str, sample: int) -> list[FailureGroup]:
+        rows = await self._fetch("recent_failures", project_id, sample)
+        return group_failures([(r["job_id"], load(r["execution_error"])) for r in rows])
+
+    async def worker_activity(self, project_id: str | None, since_s: int) -> list[WorkerActivity]:
+        rows = await self._fetch("worker_activity", since_s * 1000, project_id)
+        return [
+            WorkerActivity(
+                worker_id=r["worker_id"], user_id=r["user_id"], project_id=r["project_id"],
+                last_seen_s=r["last_ms"] // 1000, claim_requests=int(r["claim_requests"]),
+                jobs_claimed=int(r["jobs_claimed"]), jobs_in_hand=int(r["in_hand"]),
+            )
+            for r in rows
+        ]
+
+    async def queue_health(self) -> dict[str, tuple[int | None, int]]:
+        oldest = {r["project_id"]: r["oldest_created_at"] for r in await self._fetch("oldest_todo_all")}
+        expired = {r["project_id"]: r["n"] for r in await self._fetch("expired_wip_all", self._now_s())}
+        return {pid: (oldest[pid], int(expired.get(pid, 0))) for pid in oldest}

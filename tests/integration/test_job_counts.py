@@ -1,0 +1,152 @@
+"""The count triggers of migration 0004 keep exact counts whoever writes tracker_jobs, under
+concurrency, and folding keeps the sums (issue 14)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import asyncpg
+import pytest
+
+from hq_adapters.postgres import connect
+from hq_domain.clock import ManualClock
+from hq_domain.jobs import ExecutionError, JobSpec, Outcome
+from hq_domain.projects import ProjectPut
+from hq_domain.users import Role, UserStatus
+from hq_domain.worker import ClaimRequest, CompleteItem, FailItem
+
+pytestmark = pytest.mark.postgres
+
+_TRUE = """
+SELECT project_id, status, count(*) AS n FROM tracker_jobs GROUP BY 1, 2
+"""
+_KEPT = """
+SELECT project_id, status, sum(n)::bigint AS n
+FROM (SELECT project_id, status, n FROM tracker_job_counts
+      UNION ALL SELECT project_id, status, n FROM tracker_job_count_deltas) AS u
+GROUP BY 1, 2 HAVING sum(n) <> 0
+"""
+
+
+async def _agree(conn: asyncpg.Connection) -> dict[tuple[str, str], int]:
+    truth = {(r["project_id"], r["status"]): r["n"] for r in await conn.fetch(_TRUE)}
+    kept = {(r["project_id"], r["status"]): r["n"] for r in await conn.fetch(_KEPT)}
+    assert kept == truth
+    return truth
+
+
+async def test_every_writer_is_counted(pg_dsn) -> None:
+    store = await connect(pg_dsn, ManualClock(), min_size=1, max_size=2)
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        for pid in ("a", "b"):
+            await store.put_project(pid, ProjectPut(status="active"))
+        await store.enqueue("a", [JobSpec(f"v{i}", id=f"j{i}") for i in range(5)])
+        # COPY, as a bulk import may do
+        await conn.copy_records_to_table(
+            "tracker_jobs",
+            records=[("b", f"c{i}", "todo", 1, 1, i) for i in range(7)],
+            columns=["project_id", "value", "status", "created_at", "updated_at", "random_key"],
+        )
+        assert await _agree(conn) == {("a", "todo"): 5, ("b", "todo"): 7}
+        # manual SQL: a multi-project, multi-status statement; an update that changes nothing
+        await conn.execute("UPDATE tracker_jobs SET status = 'done' WHERE job_id % 2 = 0")
+        await conn.execute("UPDATE tracker_jobs SET updated_at = updated_at + 1")
+        await conn.execute("DELETE FROM tracker_jobs WHERE job_id % 3 = 0")
+        await _agree(conn)
+        # a project delete cascades; recreating it starts from zero
+        await conn.execute("DELETE FROM tracker_projects WHERE id = 'b'")
+        await store.put_project("b", ProjectPut(status="active"))
+        assert (await store.get_project("b")).job_counts.as_dict() == dict.fromkeys(
+            ("todo", "wip", "done", "failed", "reset_exhausted"), 0)
+        for table in ("tracker_job_counts", "tracker_job_count_deltas"):
+            assert await conn.fetchval(f"SELECT count(*) FROM {table} WHERE project_id = 'b'") == 0
+        await _agree(conn)
+        await store.fold_counts()
+        await _agree(conn)
+        await conn.execute("TRUNCATE tracker_jobs")
+        assert await conn.fetchval("SELECT count(*) FROM tracker_job_counts") == 0
+        assert await conn.fetchval("SELECT count(*) FROM tracker_job_count_deltas") == 0
+    finally:
+        await conn.close()
+        await store.close()
+
+
+async def test_fold_moves_deltas_into_totals_and_keeps_sums(pg_dsn) -> None:
+    store = await connect(pg_dsn, ManualClock(), min_size=1, max_size=2)
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        await store.put_project("a", ProjectPut(status="active"))
+        await store.enqueue("a", [JobSpec(f"v{i}", id=f"j{i}") for i in range(4)])
+        await conn.execute("UPDATE tracker_jobs SET status = 'done' WHERE job_id % 2 = 0")
+        await conn.execute("UPDATE tracker_jobs SET updated_at = 5")  # no status change
+        assert await conn.fetchval("SELECT count(*) FROM tracker_job_count_deltas") == 3
+        before = await _agree(conn)
+        assert await store.fold_counts() == 2
+        assert await conn.fetchval("SELECT count(*) FROM tracker_job_count_deltas") == 0
+        rows = await conn.fetch("SELECT status, n FROM tracker_job_counts ORDER BY status")
+        assert [(r["status"], r["n"]) for r in rows] == [("done", 2), ("todo", 2)]
+        assert await _agree(conn) == before
+        # deltas of a project that is gone are dropped by the fold
+        await conn.execute("INSERT INTO tracker_job_count_deltas VALUES ('ghost', 'todo', 3)")
+        assert await store.fold_counts() == 0
+        assert await conn.fetchval("SELECT count(*) FROM tracker_job_counts WHERE project_id = 'ghost'") == 0
+    finally:
+        await conn.close()
+        await store.close()
+
+
+async def test_counts_stay_exact_under_concurrent_writers(pg_dsn) -> None:
+    """Claimers, completers, failers, sweeps, enqueues and folds on separate
+    connections; afterwards the kept counts equal a full count."""
+    clock = ManualClock()
+    admin = await connect(pg_dsn, clock, min_size=1, max_size=2)
+    await admin.put_user("u", UserStatus.ACTIVE, [Role.WORKER])
+    for pid in ("p", "q"):
+        await admin.put_project(pid, ProjectPut(status="active", max_resets=1))
+        await admin.enqueue(pid, [JobSpec(f"v{i}", id=f"j{i}") for i in range(600)])
+    stores = [await connect(pg_dsn, clock, min_size=1, max_size=1) for _ in range(8)]
+    stop = asyncio.Event()
+
+    async def worker(i: int, store) -> None:
+        rng = random.Random(i)
+        for _ in range(40):
+            pid = rng.choice(("p", "q"))
+            jobs = (await store.claim("u", pid, ClaimRequest(f"w{i}", rng.randint(1, 16), 1, (), 1))).jobs
+            done = [CompleteItem(j.job_id, j.attempt_id, Outcome("success"), None) for j in jobs[::3]]
+            failed = [FailItem(j.job_id, j.attempt_id, rng.random() < 0.5, ExecutionError("e"))
+                      for j in jobs[1::3]]
+            await store.complete("u", pid, f"w{i}", done)
+            await store.fail("u", pid, f"w{i}", failed)
+            if rng.random() < 0.2:
+                await store.enqueue(pid, [JobSpec("n", id=f"n{i}-{k}-{rng.random()}") for k in range(3)])
+
+    async def background() -> None:
+        while not stop.is_set():
+            clock.advance(1)  # leases of 1 s expire: the sweeps and claim-path sweeps reset them
+            await admin.sweep_expired(50)
+            await admin.fold_counts()  # folds race with the writers and the readers
+            await admin.record_history()
+            await asyncio.sleep(0.01)
+
+    bg = asyncio.create_task(background())
+    try:
+        await asyncio.gather(*(worker(i, s) for i, s in enumerate(stores)))
+    finally:
+        stop.set()
+        await bg
+        for s in stores:
+            await s.close()
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        truth = await _agree(conn)
+        assert len({s for _, s in truth}) >= 3
+        for pid in ("p", "q"):
+            got = (await admin.get_project(pid)).job_counts.as_dict()
+            assert got == {s: truth.get((pid, s), 0) for s in got}
+        await admin.fold_counts()
+        assert await _agree(conn) == truth
+    finally:
+        await conn.close()
+        await admin.close()
