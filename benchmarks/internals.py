@@ -3,7 +3,7 @@
 Creates a fresh ``bench_*`` database on the system PostgreSQL, migrates it, bootstraps an
 admin+worker user from a 0600 token file, starts ``tracker serve`` as a subprocess, runs the
 HTTP scenarios, the raw-SQL ceiling, the scale runs and a profile, writes
-``docs/performance.md`` (+ ``docs/performance.png``) and drops the database.
+``docs/performance-internals.md`` (+ ``.png``) and drops the database.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Render the results of ``benchmarks.internals`` as docs/performance.md and docs/performance.png."""
+"""Render the results of ``benchmarks.internals`` as docs/performance-internals.md (+ .png)."""
 
 from __future__ import annotations
 

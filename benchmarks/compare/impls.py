@@ -135,9 +135,25 @@ def run_timed(cmd: Sequence[str], impl: Impl, timeout: float = 1800) -> Timed:
     )
 
 
+BUSY = (asyncpg.exceptions.TooManyConnectionsError, asyncpg.exceptions.CannotConnectNowError)
+
+
+async def admin_connect(dsn: str, patience_s: float = 300.0) -> asyncpg.Connection:
+    """Connect, waiting while the shared server has no free connection slot (other work on the
+    machine may hold all of ``max_connections`` for a while)."""
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            return await asyncpg.connect(dsn)
+        except BUSY:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(2.0)
+
+
 async def create_database(admin_dsn: str, template: str | None = None) -> str:
     name = f"bench_{int(time.time())}_{secrets.token_hex(3)}"
-    conn = await asyncpg.connect(admin_dsn)
+    conn = await admin_connect(admin_dsn)
     try:
         suffix = f' TEMPLATE "{template}"' if template else ""
         await conn.execute(f'CREATE DATABASE "{name}"{suffix}')
@@ -147,7 +163,7 @@ async def create_database(admin_dsn: str, template: str | None = None) -> str:
 
 
 async def drop_database(admin_dsn: str, name: str, *, template: bool = False) -> None:
-    conn = await asyncpg.connect(admin_dsn)
+    conn = await admin_connect(admin_dsn)
     try:
         if template:
             await conn.execute(f'ALTER DATABASE "{name}" WITH IS_TEMPLATE false')
@@ -158,7 +174,7 @@ async def drop_database(admin_dsn: str, name: str, *, template: bool = False) ->
 
 async def freeze_template(admin_dsn: str, name: str) -> None:
     """Make ``name`` a template nobody (not even autovacuum) connects to while it is copied."""
-    conn = await asyncpg.connect(admin_dsn)
+    conn = await admin_connect(admin_dsn)
     try:
         await conn.execute(f'ALTER DATABASE "{name}" WITH ALLOW_CONNECTIONS false IS_TEMPLATE true')
         await conn.execute(
