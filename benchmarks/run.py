@@ -11,7 +11,8 @@ warm-up, then a fixed window of steady load), ``enqueue`` (admin route, 1,000 jo
 one sender), ``pack`` (``source pack``), ``import`` (``tracker enqueue-source`` into an
 external_id project, fresh and re-run) and ``hqctl`` (``hqctl enqueue-source`` over HTTP).
 ``--pgbouncer`` adds a PgBouncer (transaction mode) path next to the direct one for the
-``claim`` and ``enqueue`` scenarios.
+``claim`` and ``enqueue`` scenarios. ``HQ_REF_NOTE`` (free text: which commit, which toolchain)
+is recorded with the results and printed where the document says what the reference is.
 """
 
 from __future__ import annotations
