@@ -173,6 +173,7 @@ def detail_rows(v: View, mode: str = DIRECT) -> list[str]:
                 both("tracker_cpu_ms_per_request", 2),
                 both("pg_cpu_ms_per_request", 2),
                 " / ".join(_err(e) for e in errs),
+                both("empty_claims", 0),
                 v.loads("claim", case),
             ]
         )
@@ -187,6 +188,7 @@ def detail_rows(v: View, mode: str = DIRECT) -> list[str]:
         "tracker CPU ms/req",
         "PG CPU ms/req",
         "HTTP errors",
+        "empty claims",
         "load",
     ]
     return table(header, rows)
@@ -390,9 +392,11 @@ def render(results: dict[str, Any]) -> str:
         "on the same PostgreSQL, its own `tracker serve` on a free loopback port, and the "
         "database is dropped afterwards.",
         f"* **Worker cells**: W keep-alive workers (a minimal asyncio HTTP/1.1 client, one "
-        f"connection each) loop claim(B) → complete(all). After {plan.get('warmup_s', '?')} s of "
-        f"warm-up, a {plan.get('measure_s', '?')} s window is measured: jobs whose completion "
-        "ended in the window, claim and complete latency percentiles (nearest rank), HTTP errors.",
+        f"connection each) loop claim(B) → complete(all). After at least {plan.get('warmup_s', '?')} s "
+        "of warm-up (longer until every worker has completed one cycle, at most 20 s) a window of "
+        f"at least {plan.get('measure_s', '?')} s (longer until it holds one completion per "
+        "worker, at most 20 s) is measured: jobs whose completion ended in the window, claim and "
+        "complete latency percentiles (nearest rank), HTTP errors.",
         "* **CPU per request**: the tracker's process tree (`/proc/PID/stat` utime+stime of the "
         "server and its live descendants, plus reaped children) and PostgreSQL (the sum over the "
         "backends `pg_stat_activity` lists for the run's database, read from `/proc` at the "
@@ -416,7 +420,7 @@ def render(results: dict[str, Any]) -> str:
     out += ["", "### Every cell", ""]
     out += [
         "Each figure is `ours / reference`; CPU is milliseconds per HTTP request (claim or "
-        "complete); load is the 1-minute load average range over the cell's runs.",
+        "complete); empty claims mean the queue ran dry (the cell was starved, its figure is a lower bound); load is the 1-minute load average range over the cell's runs.",
         "",
     ]
     out += detail_rows(v)

@@ -56,7 +56,7 @@ class Plan:
     repeat: int
 
 
-FULL = Plan((1, 4, 16, 64, 256), (1, 4, 16, 64, 256), Timing(1.0, 3.0), 150_000, 500_000, 2)
+FULL = Plan((1, 4, 16, 64, 256), (1, 4, 16, 64, 256), Timing(1.0, 3.0), 300_000, 500_000, 2)
 QUICK = Plan((1, 16, 256), (1, 16, 256), Timing(1.0, 2.0), 60_000, 100_000, 2)
 SMOKE = Plan((1, 16), (1, 4), Timing(0.5, 1.0), 5_000, 5_000, 2)
 
@@ -247,8 +247,9 @@ async def enqueue_scenario(bench: Bench, impl_list: list[impls.Impl]) -> None:
                     async with bench.fresh(impl, "empty") as (db, token):
                         dsn = bench.dsn(db, mode)
                         async with impls.serve(run_impl, dsn, token, bench.workdir) as server:
+                            pooler = bench.bouncer.process.pid if mode == POOLED else None
                             return await imports.enqueue_route(
-                                server.target, bench.plan.timing, bench.pid_source(db)
+                                server.target, bench.plan.timing, bench.pid_source(db), pooler
                             )
 
                 await bench.measured("enqueue", "1000/request", impl, mode, rep, work)
@@ -371,6 +372,8 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     plan = SMOKE if args.smoke else QUICK if args.quick else FULL
     if args.repeat:
         plan = Plan(**{**plan.__dict__, "repeat": args.repeat})
+    if args.queue_jobs:
+        plan = Plan(**{**plan.__dict__, "queue_jobs": args.queue_jobs})
     if args.import_jobs:
         plan = Plan(**{**plan.__dict__, "import_jobs": args.import_jobs})
     if args.measure or args.warmup:
@@ -456,6 +459,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat", type=int, default=0, help="runs per implementation (median)")
     p.add_argument("--measure", type=float, default=0, help="seconds measured per cell")
     p.add_argument("--warmup", type=float, default=0, help="seconds of warm-up per cell")
+    p.add_argument("--queue-jobs", type=int, default=0, help="jobs queued for the claim cells")
     p.add_argument("--import-jobs", type=int, default=0, help="URLs for pack/import/hqctl")
     p.add_argument("--processes", type=int, default=1, help="ours: tracker serve --processes N")
     p.add_argument("--pgbouncer", action="store_true", help="also run through PgBouncer")

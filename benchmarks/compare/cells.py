@@ -36,6 +36,7 @@ class Window:
     duplicates: int = 0
     rejected: int = 0
     empty_claims: int = 0
+    cycles: int = 0
     errors: Counter[str] = field(default_factory=Counter)
     lat: Latencies = field(default_factory=Latencies)
 
@@ -100,6 +101,7 @@ async def _worker(index: int, target: admin.Target, batch: int, w: Window) -> No
             if got is None or got[0] != 200:
                 continue
             end = time.perf_counter()
+            w.cycles += 1
             for item in BATCH_DECODER.decode(got[1]).results:
                 if item.status != "applied":
                     w.rejected += 1
@@ -115,8 +117,13 @@ async def _worker(index: int, target: admin.Target, batch: int, w: Window) -> No
 
 @dataclass(frozen=True)
 class Timing:
+    """``warmup_s`` and ``measure_s`` are minimums: a slow cell (a claim round trip of seconds)
+    warms up until every worker has completed a cycle and measures until the window holds at
+    least one completion per worker, each within ``cap_s``."""
+
     warmup_s: float
     measure_s: float
+    cap_s: float = 20.0
 
 
 async def run_cell(
@@ -127,28 +134,34 @@ async def run_cell(
     pg_pids: Callable[[], Awaitable[list[int]]],
     pooler_pid: int | None = None,
 ) -> dict[str, Any]:
-    """Warm up, measure ``timing.measure_s`` of steady load, stop the workers; the figures."""
+    """Warm up, measure a window of steady load, stop the workers; the figures."""
     w = Window()
     tasks = [asyncio.create_task(_worker(i, target, batch, w)) for i in range(workers)]
     pg = BackendCpu()
     try:
+        start = time.perf_counter()
         await asyncio.sleep(timing.warmup_s)
+        while w.cycles < workers and time.perf_counter() - start < timing.cap_s:
+            await asyncio.sleep(0.1)
+        warmup = time.perf_counter() - start
         pg.observe(await pg_pids())
         srv0 = tree_cpu_seconds(target.server_pid) if target.server_pid else None
         pool0 = tree_cpu_seconds(pooler_pid) if pooler_pid else None
         cpu0 = time.process_time()
         w.t0 = time.perf_counter()
-        w.t1 = w.t0 + timing.measure_s
-        ticks = max(1, int(timing.measure_s / 0.5))
-        for _ in range(ticks):
-            await asyncio.sleep(max(0.0, min(0.5, w.t1 - time.perf_counter())))
+        while True:
+            await asyncio.sleep(0.5 if timing.measure_s >= 1 else 0.1)
             pg.observe(await pg_pids())
-        await asyncio.sleep(max(0.0, w.t1 - time.perf_counter()))
+            elapsed = time.perf_counter() - w.t0
+            completes = len(w.lat.samples.get("complete", ()))
+            if elapsed >= timing.cap_s or (elapsed >= timing.measure_s and completes >= workers):
+                break
+        w.t1 = time.perf_counter()
         srv1 = tree_cpu_seconds(target.server_pid) if target.server_pid else None
         pool1 = tree_cpu_seconds(pooler_pid) if pooler_pid else None
         pg.observe(await pg_pids())
         client_cpu = time.process_time() - cpu0
-        wall = time.perf_counter() - w.t0
+        wall = w.t1 - w.t0
     finally:
         w.stop = True
         done, pending = await asyncio.wait(tasks, timeout=30)
@@ -158,6 +171,7 @@ async def run_cell(
         if t.exception() is not None:
             w.errors[f"worker:{type(t.exception()).__name__}"] += 1
     out = summarize(batch, workers, w, wall, srv0, srv1, pg.seconds, client_cpu)
+    out["warmup_s"] = warmup
     if pool0 is not None and pool1 is not None:
         out["pooler_cpu_s"] = pool1 - pool0
         out["pooler_cpu_ms_per_request"] = 1e3 * (pool1 - pool0) / max(1, out["requests"])

@@ -26,7 +26,9 @@ def write_values(path: Path, count: int) -> None:
             f.write(f"https://example.org/item/{i}?q={i * 7919 % 100003}\n")
 
 
-async def enqueue_route(target: admin.Target, timing: Timing, pg_pids: PidSource) -> dict[str, Any]:
+async def enqueue_route(
+    target: admin.Target, timing: Timing, pg_pids: PidSource, pooler_pid: int | None = None
+) -> dict[str, Any]:
     """One sender posts 1,000 new jobs per request to a ``none``-identity project."""
     conn = target.connection()
     lat = Latencies()
@@ -59,6 +61,7 @@ async def enqueue_route(target: admin.Target, timing: Timing, pg_pids: PidSource
         pg = BackendCpu()
         pg.observe(await pg_pids())
         srv0 = tree_cpu_seconds(target.server_pid or 0)
+        pool0 = tree_cpu_seconds(pooler_pid) if pooler_pid else None
         t0 = time.perf_counter()
         next_sample = t0 + 0.5
         while time.perf_counter() - t0 < timing.measure_s or lat.requests < 3:
@@ -68,12 +71,15 @@ async def enqueue_route(target: admin.Target, timing: Timing, pg_pids: PidSource
                 next_sample += 0.5
         wall = time.perf_counter() - t0
         srv1 = tree_cpu_seconds(target.server_pid or 0)
+        pool1 = tree_cpu_seconds(pooler_pid) if pooler_pid else None
         pg.observe(await pg_pids())
     finally:
         await conn.close()
     requests = lat.requests + errors
     cpu = None if srv0 is None or srv1 is None else srv1 - srv0
+    pooler = None if pool0 is None or pool1 is None else pool1 - pool0
     return {
+        "pooler_cpu_ms_per_request": None if pooler is None else 1e3 * pooler / max(1, requests),
         "wall_s": wall,
         "jobs": lat.requests * ENQUEUE_BATCH,
         "jobs_per_s": lat.requests * ENQUEUE_BATCH / wall,
