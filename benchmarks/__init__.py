@@ -1,4 +1,6 @@
 """On-demand performance benchmarks (never part of the default test run).
 
-``uv run python -m benchmarks.run [--quick]`` runs the set and rewrites docs/performance.md.
+``HQ_REF_BIN_DIR=… uv run python -m benchmarks.run`` compares this tracker with a reference build
+and rewrites docs/performance.md (``python -m benchmarks.report`` re-renders it from the saved
+JSON). ``uv run python -m benchmarks.internals`` is the raw-SQL ceiling, scale and profile set.
 """

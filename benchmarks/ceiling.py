@@ -71,8 +71,15 @@ class _Progress:
 
 
 async def _sql_worker(
-    dsn: str, sql: dict[str, str], spec: Spec, project: str, worker_id: str, p: _Progress,
-    *, user_id: str, token: str,
+    dsn: str,
+    sql: dict[str, str],
+    spec: Spec,
+    project: str,
+    worker_id: str,
+    p: _Progress,
+    *,
+    user_id: str,
+    token: str,
 ) -> None:
     conn = await asyncpg.connect(dsn, server_settings=SERVER_SETTINGS)
     digest = machine_token_digest(token)

@@ -1,5 +1,5 @@
 """The prose of docs/performance.md: method, notes computed from the results, the profile, and
-the static notes in ``benchmarks/notes/`` (figures measured outside ``benchmarks.run``, kept
+the static notes in ``benchmarks/notes/`` (figures measured outside ``benchmarks.internals``, kept
 verbatim so a regeneration does not lose them)."""
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ def cycle_ms(r: dict[str, Any] | None) -> float | None:
 
 def cycle_points(results: dict[str, Any]) -> list[tuple[int, float, float, float]]:
     """W=1 points: (B, HTTP cycle ms, store cycle ms, SQL cycle ms), p50s."""
-    from benchmarks.report import rows_by_level
+    from benchmarks.internals_report import rows_by_level
 
     out = []
     for (b, w), lv in sorted(rows_by_level(results).items()):
@@ -69,7 +69,7 @@ def cycle_points(results: dict[str, Any]) -> list[tuple[int, float, float, float
 
 
 def throughput_notes(results: dict[str, Any]) -> list[str]:
-    from benchmarks.report import rows_by_level, target_for
+    from benchmarks.internals_report import rows_by_level, target_for
 
     lines = []
     met, total = 0, 0
@@ -247,9 +247,9 @@ def usage_section() -> list[str]:
     return [
         "## Running it",
         "",
-        "* `uv run python -m benchmarks.run --quick` — B ∈ {16, 64, 256} × W ∈ {1, 4}, "
+        "* `uv run python -m benchmarks.internals --quick` — B ∈ {16, 64, 256} × W ∈ {1, 4}, "
         "0 and 1M finished rows (a few minutes).",
-        "* `uv run python -m benchmarks.run` — B ∈ {1, 16, 64, 256} × W ∈ {1, 4, 16}, "
+        "* `uv run python -m benchmarks.internals` — B ∈ {1, 16, 64, 256} × W ∈ {1, 4, 16}, "
         "0, 1M and 10M finished rows (10M takes several minutes to load).",
         "* `--rows 0,1e6,1e7` overrides the finished-row counts; `--skip-scale`, "
         "`--skip-profile`, `--no-store` drop parts; `--admin-dsn` picks the PostgreSQL server "

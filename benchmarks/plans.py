@@ -27,24 +27,44 @@ WORKER = "bench-plans"
 
 
 async def _cycles(
-    db: asyncpg.Connection, sql: dict[str, str], project: str, user_id: str, batch: int, n: int,
-    lat: Latencies, label: str,
+    db: asyncpg.Connection,
+    sql: dict[str, str],
+    project: str,
+    user_id: str,
+    batch: int,
+    n: int,
+    lat: Latencies,
+    label: str,
 ) -> None:
     claim, complete = await db.prepare(sql["claim"]), await db.prepare(sql["complete"])
     for _ in range(n):
         now = int(time.time())
         t0 = time.perf_counter()
         rows = await claim.fetch(
-            project, [], batch, new_attempt_ids(batch), WORKER, now + 300, now, user_id,
-            DEFAULT_CLAIM_SWEEP_LIMIT, allowed(WorkerOp.CLAIM),
+            project,
+            [],
+            batch,
+            new_attempt_ids(batch),
+            WORKER,
+            now + 300,
+            now,
+            user_id,
+            DEFAULT_CLAIM_SWEEP_LIMIT,
+            allowed(WorkerOp.CLAIM),
         )
         t1 = time.perf_counter()
         lat.add(f"claim_op_fifo{label}", t1 - t0)
         jobs = [r for r in rows if r["job_id"] is not None]
         assert rows[0]["fast"] and jobs, "the probe ran out of todo jobs or left the fast path"
         r = await complete.fetchrow(
-            project, WORKER, [j["job_id"] for j in jobs], [j["attempt_id"] for j in jobs],
-            [_OUTCOME] * len(jobs), ["null"] * len(jobs), int(time.time()), user_id,
+            project,
+            WORKER,
+            [j["job_id"] for j in jobs],
+            [j["attempt_id"] for j in jobs],
+            [_OUTCOME] * len(jobs),
+            ["null"] * len(jobs),
+            int(time.time()),
+            user_id,
             allowed(WorkerOp.COMPLETE),
         )
         lat.add(f"complete_op{label}", time.perf_counter() - t1)
@@ -52,7 +72,12 @@ async def _cycles(
 
 
 async def stale_statistics(
-    target: admin.Target, dsn: str, *, deleted: int = 300_000, batch: int = 64, claims: int = 10,
+    target: admin.Target,
+    dsn: str,
+    *,
+    deleted: int = 300_000,
+    batch: int = 64,
+    claims: int = 10,
     user_id: str = "bench",
 ) -> dict[str, Any]:
     old, new = (f"plans-{x}-{int(time.time()) % 10**6}" for x in ("old", "new"))

@@ -7,7 +7,9 @@ import struct
 import zlib
 
 import pytest
-from benchmarks import ceiling, findings, plot, profile, report, run, scale
+from benchmarks import ceiling, findings, plot, profile, scale
+from benchmarks import internals as run
+from benchmarks import internals_report as report
 from benchmarks.loadgen.http import Connection, HttpError
 from benchmarks.loadgen.stats import Latencies, percentile
 

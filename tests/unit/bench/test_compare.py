@@ -1,0 +1,174 @@
+"""The pure parts of the side-by-side benchmark: /proc parsing and CPU accounting, medians and
+ratios, the chunked HTTP reader, cell-list parsing and the rendered ratio table."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from benchmarks import report
+from benchmarks.compare import procstat, summary
+from benchmarks.compare.cells import Window
+from benchmarks.compare.cells import summarize as summarize_cell
+from benchmarks.loadgen.http import Connection
+from benchmarks.run import parse_cells
+
+# utime=1000 stime=200 cutime=30 cstime=7; the command holds spaces and a ')'
+STAT = "4242 (tracker (w) x) S 17 4242 4242 0 -1 4194560 1 0 0 0 1000 200 30 7 20 0 3 0 1 2 3"
+
+
+def test_parse_stat_counts_fields_after_the_last_parenthesis() -> None:
+    s = procstat.parse_stat(STAT)
+    assert (s.pid, s.ppid, s.utime, s.stime, s.cutime, s.cstime) == (4242, 17, 1000, 200, 30, 7)
+    assert s.own_ticks == 1200 and s.children_ticks == 37
+
+
+def _stat(pid: int, ppid: int, utime: int, cutime: int = 0) -> procstat.Stat:
+    return procstat.Stat(pid, ppid, utime, 0, cutime, 0)
+
+
+def test_tree_ticks_sums_live_descendants_and_reaped_children_only_under_the_root() -> None:
+    stats = {
+        10: _stat(10, 1, 100, cutime=5),  # root; 5 ticks of reaped children
+        11: _stat(11, 10, 40),  # worker process
+        12: _stat(12, 11, 2),  # grandchild
+        20: _stat(20, 1, 999),  # unrelated
+    }
+    assert procstat.tree_ticks(10, stats) == 100 + 5 + 40 + 2
+    assert procstat.tree_ticks(11, stats) == 42
+    assert procstat.tree_ticks(99, stats) is None
+
+
+def test_tree_cpu_seconds_reads_a_fake_proc(tmp_path: Path) -> None:
+    for pid, ppid, utime in ((5, 1, 200), (6, 5, 100)):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_text(
+            f"{pid} (p) S {ppid} 0 0 0 -1 0 0 0 0 0 {utime} 0 0 0 20 0 1 0"
+        )
+    (tmp_path / "self").mkdir()
+    assert procstat.tree_cpu_seconds(5, tmp_path) == pytest.approx(300 / procstat.TICK)
+
+
+def test_backend_cpu_counts_new_backends_from_zero_and_keeps_ended_ones() -> None:
+    cpu = procstat.BackendCpu()
+    cpu.record(1, 1000)  # before the window
+    cpu.started = True
+    cpu.record(1, 1100)
+    cpu.record(2, 50)  # born inside the window: all of its 50 ticks count
+    cpu.record(1, 1300)  # backend 2 ended after its last sample: its 50 ticks stay
+    assert cpu.seconds == pytest.approx((300 + 50) / procstat.TICK)
+
+
+def test_median_ignores_missing_values() -> None:
+    assert summary.median([3.0, None, 1.0, 2.0]) == 2.0
+    assert summary.median([1.0, 2.0]) == 1.5
+    assert summary.median([None, float("nan")]) is None
+
+
+def test_ratio_is_above_one_when_ours_is_better_for_every_metric() -> None:
+    assert summary.ratio(200.0, 100.0, "jobs_per_s") == 2.0
+    assert summary.ratio(1.0, 2.0, "wall_s") == 2.0  # ours took half the time
+    assert summary.ratio(0.5, 0.25, "pg_cpu_ms_per_request") == 0.5
+    assert summary.ratio(None, 1.0, "jobs_per_s") is None
+    assert summary.ratio(1.0, 0.0, "jobs_per_s") is None
+    assert summary.fmt_ratio(1.234) == "1.23×" and summary.fmt_ratio(None) == "–"
+
+
+def _run(impl: str, jobs: float, rep: int, **extra: object) -> dict:
+    return {
+        "scenario": "claim",
+        "case": "B=1 W=4",
+        "mode": "direct",
+        "impl": impl,
+        "rep": rep,
+        "batch": 1,
+        "workers": 4,
+        "jobs_per_s": jobs,
+        "latency_ms": {"claim": {"p99": jobs / 10}},
+        "http_errors": 1,
+        **extra,
+    }
+
+
+def test_aggregate_takes_medians_per_key_and_sums_errors() -> None:
+    runs = [_run("ours", 100, 0), _run("ours", 300, 1), _run("ours", 200, 2), _run("ref", 50, 0)]
+    agg = summary.aggregate(runs, ["jobs_per_s", "latency_ms.claim.p99", "absent"])
+    ours = agg[("claim", "B=1 W=4", "direct", "ours")]
+    assert ours["jobs_per_s"] == 200 and ours["latency_ms.claim.p99"] == 20
+    assert ours["absent"] is None and ours["n"] == 3 and ours["http_errors"] == 3
+    assert ours["runs_jobs_per_s"] == [100, 300, 200]
+
+
+def test_report_renders_the_ratio_grid_targets_and_failures() -> None:
+    results = {
+        "implementations": ["ours", "ref"],
+        "plan": {"repeat": 2, "pgbouncer": True, "pgbouncer_pool_size": 20},
+        "machine": {"cpu": "Test CPU", "nproc": "2", "postgresql": "15.9"},
+        "runs": [
+            _run("ours", 300, 0, load_before="1.00 0 0", load_after="3.50 0 0"),
+            _run("ours", 500, 1),
+            _run("ref", 200, 0),
+            _run("ref", 200, 1),
+            {**_run("ours", 0, 0), "mode": "pgbouncer", "error": "RuntimeError: boom\nx `y`"},
+            {**_run("ref", 150, 0), "mode": "pgbouncer"},
+        ],
+    }
+    doc = report.render(results)
+    assert "| **1** | 400 / 200 (**2.00×**) |" in doc
+    assert "Test CPU, 2 cores" in doc and "PostgreSQL 15.9" in doc
+    assert "| B=1 W=4 | 400 / 200 | 2.00× |" in doc
+    assert "1.0–3.5" in doc  # the cell's load range
+    assert "claim→complete at B=1 (≥ 1×, 1 cells): met" in doc
+    assert "claim B=1 W=4 ours/pgbouncer: `RuntimeError: boom x 'y'`" in doc
+    assert "| claim B=1 W=4 | ref | 200 | 150 | 0.75× | 2 | 1 |" in doc
+    assert "| claim B=1 W=4 | ours | 400 | – | – | 2 | run failed ×1 |" in doc
+
+
+def test_report_without_reference_shows_ours_only() -> None:
+    doc = report.render({"implementations": ["ours"], "runs": [_run("ours", 123, 0)]})
+    assert "| **1** | 123 |" in doc and "Targets of issue 12" not in doc
+
+
+def test_cell_summary_divides_cpu_by_requests_in_the_window() -> None:
+    w = Window(jobs=40)
+    for _ in range(10):
+        w.lat.add("claim", 0.002)
+        w.lat.add("complete", 0.001)
+    w.errors["claim:500"] = 5
+    out = summarize_cell(4, 8, w, 2.0, 1.0, 1.5, 0.25, 0.1)
+    assert out["jobs_per_s"] == 20 and out["requests"] == 25 and out["http_errors"] == 5
+    assert out["tracker_cpu_ms_per_request"] == pytest.approx(20.0)
+    assert out["pg_cpu_ms_per_request"] == pytest.approx(10.0)
+    assert out["latency_ms"]["claim"]["p50"] == pytest.approx(2.0)
+
+
+def test_parse_cells() -> None:
+    assert parse_cells("1x4, 16X64") == {(1, 4), (16, 64)}
+
+
+def test_the_client_reads_chunked_bodies() -> None:
+    async def go() -> tuple[int, bytes, bytes]:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                b"5\r\nhello\r\n7;ext=1\r\n, world\r\n0\r\nX-Trailer: 1\r\n\r\n"
+                b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+            )
+            await writer.drain()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        conn = Connection("127.0.0.1", port)
+        try:
+            status, _, first = await conn.request("GET", "/")
+            assert conn._reader is not None
+            raw = await conn._read_response()  # the next response on the same connection
+            return status, first, raw[2]
+        finally:
+            await conn.close()
+            server.close()
+
+    status, first, second = asyncio.run(go())
+    assert (status, first, second) == (200, b"hello, world", b"ok")
