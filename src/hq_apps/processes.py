@@ -55,6 +55,9 @@ METRICS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 def bind_socket(host: str, port: int) -> socket.socket:
     """A listening TCP socket (IPv6 when ``host`` is an IPv6 literal), inheritable by children."""
+    from hq_apps.wiring import check_listen
+
+    check_listen(host, port)  # one clear line instead of a traceback
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:

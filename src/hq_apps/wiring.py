@@ -86,7 +86,8 @@ async def serve(
     from hq_apps.api.header_limit import BoundedHttpToolsProtocol
 
     clock = clock or SystemClock()
-    check_listen(host, port)
+    if sock is None:  # a --processes child accepts on the parent's socket instead
+        check_listen(host, port)
     store = await open_store(settings, clock)
     try:
         app = create_app(settings, store, clock)

@@ -32,7 +32,10 @@ def server_children(pid: int) -> list[psutil.Process]:
     """The spawned server processes (not multiprocessing's resource tracker)."""
     out = []
     for child in psutil.Process(pid).children():
-        cmd = " ".join(child.cmdline())
+        try:
+            cmd = " ".join(child.cmdline())
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):
+            continue  # a killed child the supervisor has not reaped yet
         if "spawn_main" in cmd:
             out.append(child)
     return out
