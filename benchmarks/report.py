@@ -451,7 +451,7 @@ def render(results: dict[str, Any]) -> str:
         "",
         "```",
         "HQ_REF_BIN_DIR=/path/to/reference/bin uv run python -m benchmarks.run --pgbouncer "
-        "--pgbouncer-cells 1x4,1x64,16x16,64x64,256x4,256x256 --note '…'",
+        "--pgbouncer-cells 1x4,1x64,16x16,64x64,256x4 --note '…'",
         "uv run python -m benchmarks.report benchmarks/results/compare.json   # re-render only",
         "```",
         "",
