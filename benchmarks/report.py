@@ -35,7 +35,7 @@ METRICS = [
     "cli_cpu_s",
     "pg_cpu_s",
     "tracker_cpu_s",
-    "max_rss_mib",
+    "peak_rss_mib",
     "empty_claims",
 ]
 
@@ -221,7 +221,7 @@ def bulk_rows(v: View) -> list[str]:
                 ("tracker_cpu_ms_per_request", 2),
                 ("pg_cpu_ms_per_request", 2),
                 ("pg_cpu_s", 2),
-                ("max_rss_mib", 0),
+                ("peak_rss_mib", 0),
                 ("latency_ms.enqueue.p50", 1),
                 ("latency_ms.enqueue.p99", 1),
             ):
@@ -405,7 +405,7 @@ def render(results: dict[str, Any]) -> str:
         "* **Bulk scenarios**: `source pack` of the same generated URLs; `tracker enqueue-source` "
         "of one file (packed by ours) into an `external_id` project, then the same file again "
         "(every job already present); `hqctl enqueue-source` of that file to a live tracker. The "
-        "CLI's own CPU and peak RSS come from `wait4`.",
+        "CLI's own CPU comes from `wait4`, its peak RSS from polling `VmHWM` in `/proc/PID/status`.",
     ]
     if plan.get("pgbouncer"):
         out.append(
@@ -451,7 +451,7 @@ def render(results: dict[str, Any]) -> str:
         "",
         "```",
         "HQ_REF_BIN_DIR=/path/to/reference/bin uv run python -m benchmarks.run --pgbouncer "
-        "--pgbouncer-cells 1x4,1x64,16x16,64x64,256x4,256x256 --note '…'",
+        "--pgbouncer-cells 1x4,1x64,16x16,64x64,256x4 --note '…'",
         "uv run python -m benchmarks.report benchmarks/results/compare.json   # re-render only",
         "```",
         "",

@@ -101,7 +101,7 @@ def run_cli(cmd: Sequence[str], impl: Impl, timeout: float = 900) -> None:
 class Timed:
     wall_s: float
     cli_cpu: float
-    max_rss_mib: float
+    peak_rss_mib: float
     returncode: int
     output: str
 
@@ -119,20 +119,39 @@ def run_timed(cmd: Sequence[str], impl: Impl, timeout: float = 1800) -> Timed:
             cwd=env.REPO_ROOT,
         )
         deadline = time.monotonic() + timeout
+        peak_kib = 0
         while True:
+            peak_kib = max(peak_kib, peak_rss_kib(proc.pid) or 0)
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
             if time.monotonic() > deadline:
                 proc.kill()
-            time.sleep(0.01)
+            time.sleep(0.02)
         wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
     text = out_path.read_text(errors="replace")[-2000:]
     out_path.unlink()
-    return Timed(
-        wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, proc.returncode, text
-    )
+    return Timed(wall, usage.ru_utime + usage.ru_stime, peak_kib / 1024, proc.returncode, text)
+
+
+def parse_vmhwm(status_text: str) -> int | None:
+    """``VmHWM`` (peak resident set, KiB) from a ``/proc/PID/status`` text."""
+    for line in status_text.splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return None
+
+
+def peak_rss_kib(pid: int) -> int | None:
+    """The process's own peak RSS so far. (``wait4``'s ``ru_maxrss`` is no use here: Linux
+    carries the forking parent's peak across ``exec``, so every child would report at least the
+    benchmark's own size.)"""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as f:
+            return parse_vmhwm(f.read())
+    except OSError:
+        return None
 
 
 BUSY = (asyncpg.exceptions.TooManyConnectionsError, asyncpg.exceptions.CannotConnectNowError)

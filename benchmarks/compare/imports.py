@@ -102,7 +102,7 @@ def pack(impl: impls.Impl, values: Path, out: Path) -> dict[str, Any]:
     )  # fmt: skip
     if t.returncode != 0:
         raise RuntimeError(f"source pack exited {t.returncode}: {t.output}")
-    return {"wall_s": t.wall_s, "cli_cpu_s": t.cli_cpu, "max_rss_mib": t.max_rss_mib,
+    return {"wall_s": t.wall_s, "cli_cpu_s": t.cli_cpu, "peak_rss_mib": t.peak_rss_mib,
             "bytes": out.stat().st_size}  # fmt: skip
 
 
@@ -124,7 +124,7 @@ async def timed_with_pg(
     return {
         "wall_s": t.wall_s,
         "cli_cpu_s": t.cli_cpu,
-        "max_rss_mib": t.max_rss_mib,
+        "peak_rss_mib": t.peak_rss_mib,
         "pg_cpu_s": pg.seconds,
         "tracker_cpu_s": None if srv0 is None or srv1 is None else srv1 - srv0,
     }

@@ -172,3 +172,13 @@ def test_the_client_reads_chunked_bodies() -> None:
 
     status, first, second = asyncio.run(go())
     assert (status, first, second) == (200, b"hello, world", b"ok")
+
+
+def test_peak_rss_comes_from_vmhwm() -> None:
+    from benchmarks.compare.impls import parse_vmhwm
+
+    assert (
+        parse_vmhwm("Name:\tsource\nVmPeak:\t  9000 kB\nVmHWM:\t  4321 kB\nVmRSS:\t 100 kB\n")
+        == 4321
+    )
+    assert parse_vmhwm("Name:\tzombie\n") is None
