@@ -17,10 +17,11 @@ import hashlib
 import logging
 import os
 import random
+import signal
 import sys
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any
 
 from hq_adapters.client import (
@@ -105,28 +106,38 @@ def release_held(queue: Any) -> int:
 
 
 def run(config: Config, args: argparse.Namespace) -> Tally:
+    """Claim and work until the project is drained (or forever); Ctrl-C returns held jobs.
+
+    Ctrl-C only sets a flag (a KeyboardInterrupt raised at an arbitrary point of the main
+    thread could land inside the client and be lost); the loop checks it between waits."""
     tally = Tally(args.progress_seconds)
-    with (
-        open_project_queue(config, args.project) as queue,
-        ThreadPoolExecutor(args.concurrency, thread_name_prefix="job") as pool,
-    ):
-        log.info("worker %s on project %s at %s", queue.worker_id, args.project, args.url)
-        try:
-            while True:
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
+    try:
+        with (
+            open_project_queue(config, args.project) as queue,
+            ThreadPoolExecutor(args.concurrency, thread_name_prefix="job") as pool,
+        ):
+            log.info("worker %s on project %s at %s", queue.worker_id, args.project, args.url)
+            while not stop.is_set():
                 batch = queue.claim_jobs(max_jobs=args.batch, lease_seconds=60)
                 if not batch.jobs:
                     if not args.forever:
                         return tally
-                    time.sleep(batch.retry_after_ms / 1000 or 1.0)
+                    stop.wait(batch.retry_after_ms / 1000 or 1.0)
                     continue
-                for future in [pool.submit(work_on, job, tally, args.fail_rate) for job in batch]:
-                    future.result()
+                pending = {pool.submit(work_on, job, tally, args.fail_rate) for job in batch}
+                while pending and not stop.is_set():
+                    done, pending = wait(pending, timeout=0.2, return_when=FIRST_EXCEPTION)
+                    for future in done:
+                        future.result()  # a job's unexpected error stops the worker
                     tally.maybe_print()
-        except KeyboardInterrupt:
             pool.shutdown(wait=True, cancel_futures=True)
             returned = release_held(queue)
             log.info("interrupted: %s; %s held jobs returned to the queue", tally.line(), returned)
-            raise
+            raise KeyboardInterrupt
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
