@@ -274,15 +274,13 @@ def test_deep_json(tracker: Tracker, baseline: float, route: str) -> None:
     assert status.startswith(b"HTTP/1.1 400")
 
 
-CHURN_OPEN = pytest.mark.xfail(
-    strict=False,
-    reason="open (issue 13): bursts of connections stall others 130-400 ms on the loaded 2-core "
-    "test host (asyncio accepts a whole backlog per callback; per-connection setup and teardown "
-    "run on the event loop); memory stays bounded. Not yet diagnosed further.",
-)
+# Connection churn (slow drips, a burst of 1,000 idle connections) is bounded like every other
+# case. Measured on an idle 2-core host: worst probe 37-58 ms for the burst (3 runs); on a host
+# oversubscribed 10x by other work the burst stalled others 130-400 ms (asyncio accepts a whole
+# backlog per callback, and per-connection setup runs on the event loop), so run this suite on a
+# quiet machine.
 
 
-@CHURN_OPEN
 def test_slow_drips(tracker: Tracker, baseline: float) -> None:
     def attack(port: int) -> int:
         socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(50)]
@@ -302,7 +300,6 @@ def test_slow_drips(tracker: Tracker, baseline: float) -> None:
     measure(tracker, baseline, "50 slow-drip bodies for 3 s", attack)
 
 
-@CHURN_OPEN
 def test_many_idle_connections(tracker: Tracker, baseline: float) -> None:
     def attack(port: int) -> int:
         socks = []
