@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from hq_apps.durations import two_units
+
 JOB_STATUSES = ("todo", "wip", "done", "failed", "reset_exhausted")
 
 Column = tuple[str, Callable[[dict[str, Any]], str]]
@@ -14,16 +16,8 @@ def age(seconds: int | None) -> str:
     """``3d04h``, ``2h05m``, ``7m09s`` or ``42s``: two units are enough to read a queue."""
     if seconds is None:
         return "-"
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    if days:
-        return f"{days}d{hours:02d}h"
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    if minutes:
-        return f"{minutes}m{secs:02d}s"
-    return f"{secs}s"
+    (first, unit), *rest = two_units(seconds)
+    return f"{first}{unit}" + "".join(f"{n:02d}{u}" for n, u in rest)
 
 
 def pct(value: float | None) -> str:

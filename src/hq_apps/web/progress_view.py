@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from hq_apps.durations import two_units
 from hq_domain.ports import Store
 from hq_domain.progress import (
     ACTIVE_WORKER_WINDOW_S,
@@ -66,14 +67,8 @@ def refresh_seconds(raw: str | None) -> int | None:
 def eta_text(seconds_: int | None) -> str:
     if seconds_ is None:
         return "unknown"
-    d, rem = divmod(seconds_, 86400)
-    h, rem = divmod(rem, 3600)
-    m, s = divmod(rem, 60)
-    if d:
-        return f"{d} d {h} h"
-    if h:
-        return f"{h} h {m} min"
-    return f"{m} min {s} s" if m else f"{s} s"
+    words = {"d": "d", "h": "h", "m": "min", "s": "s"}
+    return " ".join(f"{n} {words[unit]}" for n, unit in two_units(seconds_))
 
 
 async def progress_context(store: Store, summary: ProjectSummary, now_s: int) -> dict[str, Any]:

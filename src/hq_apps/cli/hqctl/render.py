@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from hq_adapters.admin_client import wire
+from hq_apps.durations import two_units
 
 
 def print_json(value: Any) -> None:
@@ -145,14 +146,7 @@ def user_rows(users: Sequence[wire.User]) -> str:
 def duration(seconds_: int | None) -> str:
     if seconds_ is None:
         return "unknown"
-    d, rem = divmod(int(seconds_), 86400)
-    h, rem = divmod(rem, 3600)
-    m, s = divmod(rem, 60)
-    if d:
-        return f"{d}d{h}h"
-    if h:
-        return f"{h}h{m}m"
-    return f"{m}m{s}s" if m else f"{s}s"
+    return "".join(f"{n}{unit}" for n, unit in two_units(seconds_))
 
 
 def progress_lines(p: wire.Progress | None) -> str:
