@@ -6,7 +6,6 @@ need the database live here so both adapters share them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hq_domain import ratelimit
@@ -108,11 +107,6 @@ def plan_claim(project: Project, max_jobs: int, now_ns: int) -> ClaimPlan:
         project.dispatch_tokens, project.dispatch_refilled_at_ns, now_ns, project.dispatch_qps
     )
     return ClaimPlan(min(limit, ratelimit.whole_tokens(tokens)), tokens)
-
-
-def type_accepted(job_type: str, accept_types: Sequence[str]) -> bool:
-    """An empty ``accept_types`` accepts everything; a job without a type counts as ``seed``."""
-    return not accept_types or (job_type or "seed") in accept_types
 
 
 def order_key(order: ClaimOrder, created_at: int, random_key: int, job_id: int) -> tuple[int, int]:

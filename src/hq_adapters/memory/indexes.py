@@ -94,11 +94,6 @@ class LeaseHeap:
                 out[job_id] = job  # a duplicate entry (same deadline) collapses here
         return list(out.values())
 
-    def restore(self, rows: Iterable[Job]) -> None:
-        """Put back rows popped by :meth:`pop_expired` but not reset after all."""
-        for job in rows:
-            self.push(job)
-
 
 def _is_todo(job: Job | None) -> bool:
     return job is not None and job.status is JobStatus.TODO

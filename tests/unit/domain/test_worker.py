@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from hq_domain.projects import ClaimOrder, ProjectPut, apply_put
-from hq_domain.worker import bucket_start_ms, order_key, plan_claim, type_accepted
+from hq_domain.worker import bucket_start_ms, order_key, plan_claim
 
 S = 1_000_000_000
 T0 = 1_700_000_000 * S
@@ -36,22 +36,6 @@ def test_plan_uses_stored_bucket() -> None:
     plan = plan_claim(p, 5, T0 + S // 10)
     assert plan.limit == 0 and plan.tokens == pytest.approx(0.25)
     assert plan_claim(p, 5, T0 + S).limit == 1
-
-
-@pytest.mark.parametrize(
-    ("job_type", "accept", "ok"),
-    [
-        ("", (), True),
-        ("asset", (), True),
-        ("", ("seed",), True),
-        ("seed", ("seed",), True),
-        ("", ("asset",), False),
-        ("asset", ("seed",), False),
-        ("asset", ("seed", "asset"), True),
-    ],
-)
-def test_type_accepted(job_type: str, accept: tuple[str, ...], ok: bool) -> None:
-    assert type_accepted(job_type, accept) is ok
 
 
 def test_order_keys() -> None:
