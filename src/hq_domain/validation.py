@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from hq_domain import canonical
 from hq_domain.errors import InvalidJob, InvalidRequest
@@ -306,16 +306,81 @@ def check_attempt_ref(job_id: object, attempt_id: object) -> AttemptRef:
     return AttemptRef(job_id, attempt_id)  # type: ignore[arg-type]
 
 
+class OutcomeFields(Protocol):
+    """The raw fields of a completion's outcome (the API passes its decoded wire struct)."""
+
+    @property
+    def kind(self) -> object: ...
+    @property
+    def code(self) -> object: ...
+    @property
+    def uri(self) -> object: ...
+    @property
+    def meta(self) -> object: ...
+
+
+class ReceiptFields(Protocol):
+    """The raw fields of one artifact receipt."""
+
+    @property
+    def id(self) -> object: ...
+    @property
+    def issuer(self) -> object: ...
+    @property
+    def object_id(self) -> object: ...
+    @property
+    def checksum(self) -> object: ...
+    @property
+    def size_bytes(self) -> object: ...
+    @property
+    def accepted_at(self) -> object: ...
+
+
+class ErrorFields(Protocol):
+    """The raw fields of a failure's execution error."""
+
+    @property
+    def code(self) -> object: ...
+    @property
+    def message(self) -> object: ...
+    @property
+    def details(self) -> object: ...
+
+
 def complete_item(
-    job_id: object, attempt_id: object, outcome: Outcome, receipts: tuple[ArtifactReceipt, ...] | None
+    job_id: object,
+    attempt_id: object,
+    outcome: OutcomeFields | None,
+    receipts: Sequence[ReceiptFields] | None,
 ) -> CompleteItem:
+    """One completion item (spec §1.7.12), checked in the reference's order: attempt
+    reference, outcome (a missing one has no valid kind), receipt count, each receipt."""
     ref = check_attempt_ref(job_id, attempt_id)
-    return CompleteItem(ref.job_id, ref.attempt_id, outcome, receipts)
+    if outcome is None:
+        valid_outcome = validate_outcome(None, None, None, None)
+    else:
+        valid_outcome = validate_outcome(outcome.kind, outcome.code, outcome.uri, outcome.meta)
+    valid_receipts: tuple[ArtifactReceipt, ...] | None = None
+    if receipts is not None:
+        check_receipt_count(receipts)
+        valid_receipts = tuple(
+            validate_receipt(r.id, r.issuer, r.object_id, r.checksum, r.size_bytes, r.accepted_at)
+            for r in receipts
+        )
+    return CompleteItem(ref.job_id, ref.attempt_id, valid_outcome, valid_receipts)
 
 
-def fail_item(job_id: object, attempt_id: object, retryable: bool, error: ExecutionError) -> FailItem:
+def fail_item(
+    job_id: object, attempt_id: object, retryable: object, error: ErrorFields | None
+) -> FailItem:
+    """One failure item (spec §1.7.13): attempt reference, then the execution error (a missing
+    one has no valid code); an absent ``retryable`` is false."""
     ref = check_attempt_ref(job_id, attempt_id)
-    return FailItem(ref.job_id, ref.attempt_id, bool(retryable), error)
+    if error is None:
+        valid_error = validate_execution_error(None, None, None)
+    else:
+        valid_error = validate_execution_error(error.code, error.message, error.details)
+    return FailItem(ref.job_id, ref.attempt_id, bool(retryable), valid_error)
 
 
 def check_lease_seconds(seconds: object, message: str) -> int:

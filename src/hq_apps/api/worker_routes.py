@@ -30,7 +30,6 @@ from hq_apps.api.wire_out import (
 )
 from hq_domain import validation as v
 from hq_domain.errors import HqError
-from hq_domain.jobs import ArtifactReceipt
 from hq_domain.ports import Store
 from hq_domain.projects import WorkerOp, require_op_allowed
 from hq_domain.worker import AttemptRef, ClaimRequest, CompleteItem, FailItem
@@ -39,27 +38,6 @@ _Req = Request[Any, Any, Any]
 TAGS = ["worker"]
 WORKER: dict[str, Any] = {"errors": WORKER_ERRORS, "params": [CLIENT_VERSION]}
 CLAIM: dict[str, Any] = {**WORKER, "errors": (*WORKER_ERRORS, 429)}
-
-
-def _complete_item(item: w.CompleteItemIn) -> CompleteItem:
-    ref = v.check_attempt_ref(item.job_id, item.attempt_id)
-    o = item.outcome or w.OutcomeIn()
-    outcome = v.validate_outcome(o.kind, o.code, o.uri, o.meta)
-    receipts: tuple[ArtifactReceipt, ...] | None = None
-    if item.artifact_receipts is not None:
-        v.check_receipt_count(item.artifact_receipts)
-        receipts = tuple(
-            v.validate_receipt(r.id, r.issuer, r.object_id, r.checksum, r.size_bytes, r.accepted_at)
-            for r in item.artifact_receipts
-        )
-    return CompleteItem(ref.job_id, ref.attempt_id, outcome, receipts)
-
-
-def _fail_item(item: w.FailItemIn) -> FailItem:
-    ref = v.check_attempt_ref(item.job_id, item.attempt_id)
-    e = item.error or w.ExecutionErrorIn()
-    error = v.validate_execution_error(e.code, e.message, e.details)
-    return FailItem(ref.job_id, ref.attempt_id, bool(item.retryable), error)
 
 
 def _claim_request(body: w.ClaimIn) -> ClaimRequest:
@@ -73,13 +51,17 @@ def _claim_request(body: w.ClaimIn) -> ClaimRequest:
 def _complete_batch(body: w.CompleteIn) -> tuple[str, list[CompleteItem]]:
     items_in = body.items or []
     v.check_batch_shape(body.worker_id, len(items_in), "invalid completion batch")
-    return body.worker_id or "", [_complete_item(i) for i in items_in]
+    return body.worker_id or "", [
+        v.complete_item(i.job_id, i.attempt_id, i.outcome, i.artifact_receipts) for i in items_in
+    ]
 
 
 def _fail_batch(body: w.FailIn) -> tuple[str, list[FailItem]]:
     items_in = body.items or []
     v.check_batch_shape(body.worker_id, len(items_in), "invalid failure batch")
-    return body.worker_id or "", [_fail_item(i) for i in items_in]
+    return body.worker_id or "", [
+        v.fail_item(i.job_id, i.attempt_id, i.retryable, i.error) for i in items_in
+    ]
 
 
 def _extend_batch(body: w.ExtendIn) -> tuple[str, int, list[AttemptRef]]:
@@ -163,7 +145,10 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
         items_in = body.items or []
         v.check_batch_shape(body.worker_id, len(items_in), "invalid completion batch")
         try:
-            items = [_complete_item(i) for i in items_in]
+            items = [
+                v.complete_item(i.job_id, i.attempt_id, i.outcome, i.artifact_receipts)
+                for i in items_in
+            ]
         except HqError as exc:
             await _status_first(store, project_id, WorkerOp.COMPLETE, exc)
         results = await store.complete(principal.user_id, project_id, body.worker_id or "", items)
@@ -195,7 +180,9 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
         items_in = body.items or []
         v.check_batch_shape(body.worker_id, len(items_in), "invalid failure batch")
         try:
-            items = [_fail_item(i) for i in items_in]
+            items = [
+                v.fail_item(i.job_id, i.attempt_id, i.retryable, i.error) for i in items_in
+            ]
         except HqError as exc:
             await _status_first(store, project_id, WorkerOp.FAIL, exc)
         results = await store.fail(principal.user_id, project_id, body.worker_id or "", items)

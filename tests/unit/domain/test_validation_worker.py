@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from types import SimpleNamespace
+
 import pytest
 
 from hq_domain.errors import InvalidRequest
@@ -354,14 +357,54 @@ def test_attempt_ref_bad(job_id: object, attempt_id: object) -> None:
     rejects("invalid job or attempt ID", check_attempt_ref, job_id, attempt_id)
 
 
-def test_items_carry_their_parts() -> None:
-    out = Outcome("success")
-    err = ExecutionError("c")
-    assert complete_item(3, "at", out, None) == CompleteItem(3, "at", out, None)
-    assert fail_item(3, "at", True, err) == FailItem(3, "at", True, err)
-    assert fail_item(3, "at", 0, err).retryable is False  # type: ignore[arg-type]
-    rejects("invalid job or attempt ID", complete_item, 0, "at", out, None)
-    rejects("invalid job or attempt ID", fail_item, 1, "", False, err)
+@dataclass
+class _Fields:
+    """Any object with the wire fields' attribute names will do (the API passes its structs)."""
+
+    kind: object = None
+    code: object = None
+    uri: object = None
+    meta: object = None
+    message: object = None
+    details: object = None
+
+
+def _receipt(**over: object) -> SimpleNamespace:
+    return SimpleNamespace(**{**RECEIPT, "checksum": "md5:" + "0" * 32, **over})
+
+
+def test_complete_item_validates_every_part() -> None:
+    out = _Fields(kind="http_error", code=404, uri="u", meta={"a": 1})
+    r = _receipt()
+    assert complete_item(3, "at", out, None) == CompleteItem(
+        3, "at", Outcome("http_error", 404, "u", {"a": 1}), None
+    )
+    assert complete_item(3, "at", _Fields(kind="success"), []).artifact_receipts == ()
+    assert complete_item(3, "at", _Fields(kind="success"), [r]).artifact_receipts == (receipt(),)
+
+
+def test_complete_item_check_order() -> None:
+    """Attempt reference, then outcome, then receipt count, then each receipt."""
+    ok, bad = _Fields(kind="success"), _Fields(kind="done")
+    too_many = [_receipt()] * 17
+    rejects("invalid job or attempt ID", complete_item, 0, "at", bad, too_many)
+    kind_message = "outcome kind must be success, http_error, or skipped"
+    rejects(kind_message, complete_item, 1, "at", None, None)
+    rejects(kind_message, complete_item, 1, "at", bad, too_many)
+    rejects("at most 16 artifact receipts are allowed per job", complete_item, 1, "at", ok,
+            [_receipt(id="")] * 17)  # fmt: skip
+    with pytest.raises(InvalidRequest, match=r"^invalid artifact receipt$"):
+        complete_item(1, "at", ok, [_receipt(), _receipt(size_bytes=0)])
+
+
+def test_fail_item_validates_every_part() -> None:
+    err = _Fields(code="c", message="m", details={"d": 1})
+    assert fail_item(3, "at", True, err) == FailItem(3, "at", True, ExecutionError("c", "m", {"d": 1}))
+    assert fail_item(3, "at", None, err).retryable is False
+    assert fail_item(3, "at", 0, err).retryable is False
+    rejects("invalid job or attempt ID", fail_item, 1, "", False, _Fields())
+    rejects("execution error code is invalid", fail_item, 1, "at", False, None)
+    rejects("execution error code is invalid", fail_item, 1, "at", False, _Fields(code=""))
 
 
 def test_lease_seconds() -> None:
