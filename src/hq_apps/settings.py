@@ -23,11 +23,13 @@ class WebSettings:
 
     @property
     def oauth_redirect_url(self) -> str:
+        """The GitHub OAuth callback registered for this deployment."""
         return self.public_url.rstrip("/") + "/auth/github/callback"
 
     @property
     def secure_cookies(self) -> bool:
-        return self.public_url.startswith("https://")
+        """Session and OAuth cookies carry ``Secure`` when the public URL is HTTPS (any case)."""
+        return self.public_url.lower().startswith("https://")
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,7 +85,7 @@ def web_context(
     github = GitHubGateway(
         client_id=settings.github_client_id,
         client_secret=settings.github_client_secret,
-        redirect_uri=settings.public_url.rstrip("/") + "/auth/github/callback",
+        redirect_uri=settings.oauth_redirect_url,
         github_url=settings.github_url,
         api_url=settings.github_api_url,
         transport=github_transport,
@@ -94,7 +94,7 @@ def web_context(
         store=store,
         clock=clock,
         secret=settings.web_session_secret,
-        secure=settings.public_url.lower().startswith("https://"),
+        secure=settings.secure_cookies,
         github=github,
         env=make_environment(),
         org=settings.oauth_admin_org,
