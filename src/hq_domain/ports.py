@@ -197,8 +197,14 @@ class MaintenancePort(Protocol):
 
 
 class ObservePort(Protocol):
-    """Progress history, failures and worker activity (issue 14). Nothing here runs on the
-    worker request path; ``record_history`` is the background loop's job."""
+    """Readiness, progress history, failures and worker activity (issue 14). Nothing here runs
+    on the worker request path; ``record_history`` is the background loop's job."""
+
+    async def ping(self, timeout_s: float) -> None:
+        """Run what every worker request starts with (PostgreSQL: the token and project gate
+        through the request pool) and return, or raise when that path is broken. The caller
+        (``/readyz``) abandons it after ``timeout_s``; an adapter may also stop it then."""
+        ...
 
     async def fold_counts(self) -> int:
         """Fold pending job-count deltas into the totals (PostgreSQL, migration 0004; counts

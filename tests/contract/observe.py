@@ -26,6 +26,13 @@ async def _setup(store, n=4, project="p1"):
 
 
 class ObserveContract:
+    async def test_ping_answers_on_any_store(self, store):
+        """Readiness (``/readyz``) awaits ``ping``: every adapter has it, and it succeeds on an
+        empty store (no such token or project is an answer, not a failure)."""
+        assert await store.ping(1.0) is None
+        await put(store, "p1")
+        assert await store.ping(1.0) is None
+
     async def test_history_snapshots_counts_per_minute(self, store, clock):
         await _setup(store)
         assert await store.record_history() == 1

@@ -223,6 +223,11 @@ class MemoryStore:
         return await self._run(sweep)
 
     # --- observe (issue 14) -----------------------------------------------------------------
+    async def ping(self, timeout_s: float) -> None:
+        """What a worker request first waits for here: the store lock, then a project read."""
+        del timeout_s  # the caller abandons a hung probe; nothing to cancel server-side
+        await self.gate_project("readyz-probe")
+
     async def fold_counts(self) -> int:
         """Nothing to fold: memory counts are the status indexes' sizes."""
         return 0

@@ -23,25 +23,22 @@ from hq_apps.api.http import json_response
 from hq_apps.api.openapi import op
 from hq_apps.api.wire_out import HealthOut
 from hq_domain.errors import InternalError
+from hq_domain.ports import ObservePort
 
 log = logging.getLogger("hq.api.readiness")
 
 READY_TIMEOUT_S = 2.0
-_PROBE_PROJECT = "readyz-probe"
 
 
-async def database_ready(store: Any, timeout_s: float = READY_TIMEOUT_S) -> bool:
-    """The store's ``ping(timeout_s)`` if the adapter has one (PostgreSQL: a worker
-    statement), else a single-row project lookup; abandoned after ``timeout_s``.
+async def database_ready(store: ObservePort, timeout_s: float = READY_TIMEOUT_S) -> bool:
+    """The store's ``ping(timeout_s)`` (PostgreSQL: a worker statement; memory: the store lock
+    and a project read), abandoned after ``timeout_s``.
 
     Not ``asyncio.wait_for``: it waits for the cancelled probe to finish, and a cancelled
     asyncpg query first sends a cancel request over a new connection — against a database
     that has stopped answering that takes as long as the connect timeout (a minute).
     """
-    ping = getattr(store, "ping", None)
-    probe = asyncio.ensure_future(
-        ping(timeout_s) if callable(ping) else store.gate_project(_PROBE_PROJECT)
-    )
+    probe = asyncio.ensure_future(store.ping(timeout_s))
     probe.add_done_callback(_retrieve)
     done, _ = await asyncio.wait({probe}, timeout=timeout_s)
     if not done:
@@ -61,7 +58,7 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
-def readiness_handler(store: Any, timeout_s: float = READY_TIMEOUT_S) -> HTTPRouteHandler:
+def readiness_handler(store: ObservePort, timeout_s: float = READY_TIMEOUT_S) -> HTTPRouteHandler:
     """The ``/readyz`` route over ``store`` (mount it next to ``/healthz`` in ``create_app``)."""
 
     @get(
