@@ -37,7 +37,12 @@ from hq_apps.cli.source_import import enqueue_source_command
 from hq_apps.settings import Settings, WebSettings
 from hq_domain.clock import SystemClock
 from hq_domain.ids import is_id
-from hq_domain.projects import ProjectPut
+from hq_domain.projects import (
+    DEFAULT_LEASE_SECONDS,
+    DEFAULT_MAX_JOBS_PER_CLAIM,
+    DEFAULT_MAX_RESETS,
+    ProjectPut,
+)
 from hq_domain.users import Role
 
 USAGE = (
@@ -209,9 +214,9 @@ def put_project(
     claim_order: str = "",
     dispatch_qps: str = "",
     worker_claim_qps: str = "",
-    max_jobs_per_claim: int = 256,
-    max_resets: int = 3,
-    recommended_lease_seconds: int = 300,
+    max_jobs_per_claim: int = DEFAULT_MAX_JOBS_PER_CLAIM,
+    max_resets: int = DEFAULT_MAX_RESETS,
+    recommended_lease_seconds: int = DEFAULT_LEASE_SECONDS,
     client_versions: str = "",
     pooler: DatabasePooler = "none",
 ) -> None:

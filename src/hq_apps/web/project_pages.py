@@ -22,12 +22,21 @@ from hq_apps.web.render import error_page, page, redirect
 from hq_domain.errors import HqError
 from hq_domain.ids import is_id
 from hq_domain.jobs import ALL_STATUSES, JobStatus
-from hq_domain.projects import ClaimOrder, IdentityMode, ProjectStatus, ProjectSummary
+from hq_domain.projects import (
+    ClaimOrder,
+    IdentityMode,
+    Project,
+    ProjectPut,
+    ProjectStatus,
+    ProjectSummary,
+    apply_put,
+)
 from hq_domain.users import Role
 
 JOBS_PER_PAGE = 100
 FLASH_COOKIE = "saveweb_hq_flash"
 PROJECT_NOT_FOUND = "Project not found"
+_NEW_PROJECT_ID = "new"
 CHOICES = {
     "statuses": [s.value for s in ProjectStatus],
     "identity_modes": [m.value for m in IdentityMode],
@@ -38,14 +47,13 @@ CHOICES = {
 
 def project_form_values(summary: ProjectSummary | None) -> dict[str, str]:
     """The settings form prefilled from a project (or the create defaults)."""
-    if summary is None:
-        return {
-            "project_id": "", "status": "active", "identity_mode": "external_id",
-            "claim_order": "fifo", "dispatch_qps": "", "worker_claim_qps": "",
-            "max_jobs_per_claim": "256", "max_resets": "3", "recommended_lease_seconds": "300",
-            "client_versions": "",
-        }
-    p = summary.project
+    if summary is None:  # what the domain gives a project created with every field omitted
+        new = apply_put(_NEW_PROJECT_ID, None, ProjectPut(ProjectStatus.ACTIVE), 0)
+        return {**_form_values(new), "project_id": ""}
+    return _form_values(summary.project)
+
+
+def _form_values(p: Project) -> dict[str, str]:
     return {
         "project_id": p.id, "status": p.status.value, "identity_mode": p.identity_mode.value,
         "claim_order": p.claim_order.value,
