@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 from litestar import Request, Response, Router, get
-from litestar.di import Provide
 
 from hq_apps.web import (
     auth_pages,
@@ -46,36 +45,6 @@ def internal_error(request: Request[Any, Any, Any], exc: Exception) -> Response[
     return error_page(make_environment(), 500, "Internal server error")
 
 
-HANDLERS = [
-    admin_css,
-    auth_pages.home,
-    auth_pages.github_start,
-    auth_pages.github_callback,
-    auth_pages.logout,
-    worker_pages.worker_home,
-    worker_pages.worker_rotate,
-    worker_pages.worker_revoke,
-    project_pages.admin_index,
-    project_pages.create_project,
-    project_pages.project_detail,
-    project_pages.update_project,
-    project_pages.confirm_delete_project,
-    project_pages.delete_project,
-    project_pages.enqueue_jobs,
-    source_upload.upload_source,
-    job_pages.job_detail,
-    job_pages.requeue_job,
-    job_pages.delete_job,
-    user_pages.users_index,
-    user_pages.put_user,
-    user_pages.delete_user,
-    user_pages.show_token,
-    user_pages.rotate_token,
-    user_pages.revoke_token,
-    user_pages.workers,
-]
-
-
 def web_context(
     settings: WebSettings,
     store: Store,
@@ -110,16 +79,19 @@ def web_handlers(
     github_transport: httpx.AsyncBaseTransport | None = None,
 ) -> list[Router]:
     """One router holding every dashboard route; ``github_transport`` is for tests."""
-    ctx = web_context(settings, store, clock, github_transport)
-
-    def provide() -> WebContext:
-        return ctx
-
+    web = web_context(settings, store, clock, github_transport)
     return [
         Router(
             path="/",
-            route_handlers=HANDLERS,
-            dependencies={"web": Provide(provide, use_cache=True, sync_to_thread=False)},
+            route_handlers=[
+                admin_css,
+                *auth_pages.auth_handlers(web),
+                *worker_pages.worker_page_handlers(web),
+                *project_pages.project_page_handlers(web),
+                *source_upload.source_upload_handlers(web),
+                *job_pages.job_page_handlers(web),
+                *user_pages.user_page_handlers(web),
+            ],
             include_in_schema=False,
             exception_handlers={Exception: internal_error},
         )

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
 from litestar import Litestar, Request, Response, get, post
-from litestar.di import NamedDependency, Provide
+from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
 from hq_apps.settings import WebSettings
@@ -73,51 +73,13 @@ class FakeGitHub:
 
     def app(self) -> Litestar:
         return Litestar(
-            route_handlers=[_authorize, _access_token, _user, _membership, _identity],
-            dependencies={"fake": Provide(lambda: self, use_cache=True, sync_to_thread=False)},
+            route_handlers=_handlers(self),
             logging_config=None,
         )
 
 
 def _json_error(error: str, description: str) -> dict[str, str]:
     return {"error": error, "error_description": description}
-
-
-@get("/login/oauth/authorize", sync_to_thread=False)
-def _authorize(request: Request, fake: NamedDependency[FakeGitHub]) -> Response[str]:
-    q = request.query_params
-    redirect_uri = q.get("redirect_uri", "")
-    if q.get("client_id") != fake.client_id or not redirect_uri:
-        return Response("unknown client", status_code=400, media_type="text/plain")
-    if q.get("deny"):
-        params = {"error": "access_denied", "state": q.get("state", "")}
-    elif q.get("code_challenge_method") != "S256" or not q.get("code_challenge"):
-        return Response("PKCE S256 required", status_code=400, media_type="text/plain")
-    else:
-        code = b64url(secrets.token_bytes(15))
-        fake._grants[code] = _Grant(fake.user, q["code_challenge"], redirect_uri)
-        params = {"code": code, "state": q.get("state", "")}
-    sep = "&" if "?" in redirect_uri else "?"
-    return Response(
-        "", status_code=302, headers={"Location": redirect_uri + sep + urlencode(params)}
-    )
-
-
-@post("/login/oauth/access_token", status_code=200)
-async def _access_token(request: Request, fake: NamedDependency[FakeGitHub]) -> dict[str, str]:
-    form = await request.form()
-    if form.get("client_id") != fake.client_id or form.get("client_secret") != fake.client_secret:
-        return _json_error("incorrect_client_credentials", "bad client")
-    grant = fake._grants.pop(str(form.get("code", "")), None)
-    if grant is None or form.get("redirect_uri") != grant.redirect_uri:
-        return _json_error("bad_verification_code", "unknown code or redirect_uri")
-    verifier = str(form.get("code_verifier", ""))
-    challenge = b64url(hashlib.sha256(verifier.encode()).digest())
-    if not verifier or challenge != grant.challenge:
-        return _json_error("bad_verification_code", "PKCE verification failed")
-    token = "gho_" + b64url(secrets.token_bytes(24))
-    fake._tokens[token] = grant.user
-    return {"access_token": token, "token_type": fake.token_type, "scope": "read:org"}
 
 
 def _bearer_user(request: Request, fake: FakeGitHub) -> FakeUser | None:
@@ -131,41 +93,78 @@ _UNAUTHORIZED = Response({"message": "Bad credentials"}, status_code=401)
 _NOT_FOUND = Response({"message": "Not Found"}, status_code=404)
 
 
-@get("/user", sync_to_thread=False)
-def _user(request: Request, fake: NamedDependency[FakeGitHub]) -> Response[dict[str, object]]:
-    user = _bearer_user(request, fake)
-    if user is None:
-        return _UNAUTHORIZED
-    return Response({"id": user.id, "login": user.login, "avatar_url": user.avatar_url})
+def _handlers(fake: FakeGitHub) -> list[HTTPRouteHandler]:
+    """The fake's five routes over one fake."""
 
+    @get("/login/oauth/authorize", sync_to_thread=False)
+    def _authorize(request: Request) -> Response[str]:
+        q = request.query_params
+        redirect_uri = q.get("redirect_uri", "")
+        if q.get("client_id") != fake.client_id or not redirect_uri:
+            return Response("unknown client", status_code=400, media_type="text/plain")
+        if q.get("deny"):
+            params = {"error": "access_denied", "state": q.get("state", "")}
+        elif q.get("code_challenge_method") != "S256" or not q.get("code_challenge"):
+            return Response("PKCE S256 required", status_code=400, media_type="text/plain")
+        else:
+            code = b64url(secrets.token_bytes(15))
+            fake._grants[code] = _Grant(fake.user, q["code_challenge"], redirect_uri)
+            params = {"code": code, "state": q.get("state", "")}
+        sep = "&" if "?" in redirect_uri else "?"
+        return Response(
+            "", status_code=302, headers={"Location": redirect_uri + sep + urlencode(params)}
+        )
 
-@get("/orgs/{org:str}/teams/{team:str}/memberships/{login:str}", sync_to_thread=False)
-def _membership(
-    request: Request,
-    fake: NamedDependency[FakeGitHub],
-    org: FromPath[str],
-    team: FromPath[str],
-    login: FromPath[str],
-) -> Response[dict[str, object]]:
-    if _bearer_user(request, fake) is None:
-        return _UNAUTHORIZED
-    state = fake.memberships.get(login)
-    if org != fake.org or team != fake.team or state is None:
-        return _NOT_FOUND
-    return Response({"state": state, "role": "member"})
+    @post("/login/oauth/access_token", status_code=200)
+    async def _access_token(request: Request) -> dict[str, str]:
+        form = await request.form()
+        if form.get("client_id") != fake.client_id or form.get("client_secret") != fake.client_secret:
+            return _json_error("incorrect_client_credentials", "bad client")
+        grant = fake._grants.pop(str(form.get("code", "")), None)
+        if grant is None or form.get("redirect_uri") != grant.redirect_uri:
+            return _json_error("bad_verification_code", "unknown code or redirect_uri")
+        verifier = str(form.get("code_verifier", ""))
+        challenge = b64url(hashlib.sha256(verifier.encode()).digest())
+        if not verifier or challenge != grant.challenge:
+            return _json_error("bad_verification_code", "PKCE verification failed")
+        token = "gho_" + b64url(secrets.token_bytes(24))
+        fake._tokens[token] = grant.user
+        return {"access_token": token, "token_type": fake.token_type, "scope": "read:org"}
 
+    @get("/user", sync_to_thread=False)
+    def _user(request: Request) -> Response[dict[str, object]]:
+        user = _bearer_user(request, fake)
+        if user is None:
+            return _UNAUTHORIZED
+        return Response({"id": user.id, "login": user.login, "avatar_url": user.avatar_url})
 
-@get("/_fake/identity", sync_to_thread=False)
-def _identity(request: Request, fake: NamedDependency[FakeGitHub]) -> Response[str]:
-    q = request.query_params
-    login = q.get("login") or fake.user.login
-    try:
-        uid = int(q.get("id") or fake.user.id)
-    except ValueError:
-        return Response("id must be an integer", status_code=400, media_type="text/plain")
-    member = q.get("member", "none")
-    fake.set_identity(uid, login, None if member == "none" else member)
-    return Response(f"next login: {login} (id {uid}, team {member})\n", media_type="text/plain")
+    @get("/orgs/{org:str}/teams/{team:str}/memberships/{login:str}", sync_to_thread=False)
+    def _membership(
+        request: Request,
+        org: FromPath[str],
+        team: FromPath[str],
+        login: FromPath[str],
+    ) -> Response[dict[str, object]]:
+        if _bearer_user(request, fake) is None:
+            return _UNAUTHORIZED
+        state = fake.memberships.get(login)
+        if org != fake.org or team != fake.team or state is None:
+            return _NOT_FOUND
+        return Response({"state": state, "role": "member"})
+
+    @get("/_fake/identity", sync_to_thread=False)
+    def _identity(request: Request) -> Response[str]:
+        q = request.query_params
+        login = q.get("login") or fake.user.login
+        try:
+            uid = int(q.get("id") or fake.user.id)
+        except ValueError:
+            return Response("id must be an integer", status_code=400, media_type="text/plain")
+        member = q.get("member", "none")
+        fake.set_identity(uid, login, None if member == "none" else member)
+        return Response(f"next login: {login} (id {uid}, team {member})\n", media_type="text/plain")
+
+    return [_authorize, _access_token, _user, _membership, _identity]
 
 
 # -- running it ---------------------------------------------------------------------------
@@ -251,3 +250,4 @@ def serve_asgi_in_thread(app: object, sock: socket.socket | None = None) -> Iter
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+

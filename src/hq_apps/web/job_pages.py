@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from litestar import Request, Response, get, post
-from litestar.di import NamedDependency
+from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
 from hq_apps.web.context import FORM_LIMIT, Session, WebContext, page_session, post_session
@@ -57,51 +57,54 @@ async def job_page(
     )
 
 
-@get("/admin/projects/{project_id:str}/jobs/{job_id:str}")
-async def job_detail(
-    request: Request, web: NamedDependency[WebContext], project_id: FromPath[str], job_id: FromPath[str]
-) -> Response[bytes]:
-    session = await page_session(request, web, Role.ADMIN)
-    if isinstance(session, Response):
-        return session
-    return await job_page(web, session, project_id, job_id)
+def job_page_handlers(web: WebContext) -> list[HTTPRouteHandler]:
+    """Job detail, requeue and delete."""
 
-
-@post("/admin/projects/{project_id:str}/jobs/{job_id:str}/requeue", request_max_body_size=FORM_LIMIT)
-async def requeue_job(
-    request: Request, web: NamedDependency[WebContext], project_id: FromPath[str], job_id: FromPath[str]
-) -> Response[bytes]:
-    gate = await post_session(request, web, Role.ADMIN)
-    if isinstance(gate, Response):
-        return gate
-    session, _ = gate
-    jid = _job_id(job_id)
-    if jid is None or not is_id(project_id):
+    @get("/admin/projects/{project_id:str}/jobs/{job_id:str}")
+    async def job_detail(
+        request: Request, project_id: FromPath[str], job_id: FromPath[str]
+    ) -> Response[bytes]:
+        session = await page_session(request, web, Role.ADMIN)
+        if isinstance(session, Response):
+            return session
         return await job_page(web, session, project_id, job_id)
-    try:
-        await web.store.requeue_job(project_id, jid)
-    except HqError as exc:
-        return await job_page(
-            web, session, project_id, job_id, status=400, error=f"Requeue was rejected: {exc.message}"
-        )
-    return redirect(f"/admin/projects/{project_id}/jobs/{jid}")
 
+    @post("/admin/projects/{project_id:str}/jobs/{job_id:str}/requeue", request_max_body_size=FORM_LIMIT)
+    async def requeue_job(
+        request: Request, project_id: FromPath[str], job_id: FromPath[str]
+    ) -> Response[bytes]:
+        gate = await post_session(request, web, Role.ADMIN)
+        if isinstance(gate, Response):
+            return gate
+        session, _ = gate
+        jid = _job_id(job_id)
+        if jid is None or not is_id(project_id):
+            return await job_page(web, session, project_id, job_id)
+        try:
+            await web.store.requeue_job(project_id, jid)
+        except HqError as exc:
+            return await job_page(
+                web, session, project_id, job_id, status=400, error=f"Requeue was rejected: {exc.message}"
+            )
+        return redirect(f"/admin/projects/{project_id}/jobs/{jid}")
 
-@post("/admin/projects/{project_id:str}/jobs/{job_id:str}/delete", request_max_body_size=FORM_LIMIT)
-async def delete_job(
-    request: Request, web: NamedDependency[WebContext], project_id: FromPath[str], job_id: FromPath[str]
-) -> Response[bytes]:
-    gate = await post_session(request, web, Role.ADMIN)
-    if isinstance(gate, Response):
-        return gate
-    session, _ = gate
-    jid = _job_id(job_id)
-    if jid is None or not is_id(project_id):
-        return await job_page(web, session, project_id, job_id)
-    try:
-        await web.store.delete_job(project_id, jid)
-    except HqError as exc:
-        return await job_page(
-            web, session, project_id, job_id, status=400, error=f"Delete was rejected: {exc.message}"
-        )
-    return redirect(f"/admin/projects/{project_id}")
+    @post("/admin/projects/{project_id:str}/jobs/{job_id:str}/delete", request_max_body_size=FORM_LIMIT)
+    async def delete_job(
+        request: Request, project_id: FromPath[str], job_id: FromPath[str]
+    ) -> Response[bytes]:
+        gate = await post_session(request, web, Role.ADMIN)
+        if isinstance(gate, Response):
+            return gate
+        session, _ = gate
+        jid = _job_id(job_id)
+        if jid is None or not is_id(project_id):
+            return await job_page(web, session, project_id, job_id)
+        try:
+            await web.store.delete_job(project_id, jid)
+        except HqError as exc:
+            return await job_page(
+                web, session, project_id, job_id, status=400, error=f"Delete was rejected: {exc.message}"
+            )
+        return redirect(f"/admin/projects/{project_id}")
+
+    return [job_detail, requeue_job, delete_job]

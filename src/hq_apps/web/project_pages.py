@@ -11,7 +11,7 @@ from urllib.parse import quote, unquote
 
 from litestar import Request, Response, get, post
 from litestar.datastructures import Cookie, FormMultiDict
-from litestar.di import NamedDependency
+from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
 from hq_apps.web import forms
@@ -81,37 +81,6 @@ async def admin_home(
         projects_progress=await projects_progress(web.store, projects, web.now()),
         notice=notice, cookies=cookies, **CHOICES,
     )
-
-
-@get("/admin")
-async def admin_index(request: Request, web: NamedDependency[WebContext]) -> Response[bytes]:
-    session = await page_session(request, web, Role.ADMIN)
-    if isinstance(session, Response):
-        return session
-    return await admin_home(web, session, request=request)
-
-
-@post("/admin/projects", request_max_body_size=FORM_LIMIT)
-async def create_project(request: Request, web: NamedDependency[WebContext]) -> Response[bytes]:
-    gate = await post_session(request, web, Role.ADMIN)
-    if isinstance(gate, Response):
-        return gate
-    session, form = gate
-    project_id = forms.text(form, "project_id")
-    try:
-        existing = await web.store.get_project(project_id) if is_id(project_id) else None
-        put = forms.project_put(
-            form, project_id, existing and existing.project, web.now(), with_identity=True
-        )
-        try:
-            await web.store.put_project(project_id, put)
-        except HqError as exc:
-            raise forms.FormError(f"{forms.UPDATE_REJECTED}: {exc.message}") from None
-    except forms.FormError as exc:
-        return await admin_home(
-            web, session, status=400, error=exc.message, values=_submitted(form)
-        )
-    return redirect(f"/admin/projects/{project_id}")
 
 
 def _parse_after(raw: str | None) -> int:
@@ -202,38 +171,6 @@ async def project_page(
     )
 
 
-@get("/admin/projects/{project_id:str}")
-async def project_detail(request: Request, web: NamedDependency[WebContext], project_id: FromPath[str]) -> Response[bytes]:
-    session = await page_session(request, web, Role.ADMIN)
-    if isinstance(session, Response):
-        return session
-    return await project_page(request, web, session, project_id)
-
-
-@post("/admin/projects/{project_id:str}/status", request_max_body_size=FORM_LIMIT)
-async def update_project(request: Request, web: NamedDependency[WebContext], project_id: FromPath[str]) -> Response[bytes]:
-    gate = await post_session(request, web, Role.ADMIN)
-    if isinstance(gate, Response):
-        return gate
-    session, form = gate
-    existing = await web.store.get_project(project_id) if is_id(project_id) else None
-    if existing is None:
-        return error_page(web.env, 404, PROJECT_NOT_FOUND, user=session.user, csrf=session.csrf)
-    try:
-        put = forms.project_put(form, project_id, existing.project, web.now(), with_identity=False)
-        try:
-            await web.store.put_project(project_id, put)
-        except HqError as exc:
-            raise forms.FormError(f"{forms.UPDATE_REJECTED}: {exc.message}") from None
-    except forms.FormError as exc:
-        values = {**project_form_values(existing), **_submitted(form)}
-        return await project_page(
-            request, web, session, project_id, status=400, error=exc.message,
-            extra={"form": values},
-        )
-    return redirect(f"/admin/projects/{project_id}")
-
-
 def _confirm_page(
     web: WebContext, session: Session, summary: ProjectSummary, *, status: int = 200,
     error: str | None = None,
@@ -244,68 +181,133 @@ def _confirm_page(
     )
 
 
-@get("/admin/projects/{project_id:str}/delete")
-async def confirm_delete_project(request: Request, web: NamedDependency[WebContext], project_id: FromPath[str]) -> Response[bytes]:
-    """The confirmation step before a delete: counts, and the project ID to type (no script:
-    the CSP allows none, so the confirmation is a page of its own)."""
-    session = await page_session(request, web, Role.ADMIN)
-    if isinstance(session, Response):
-        return session
-    summary = await web.store.get_project(project_id) if is_id(project_id) else None
-    if summary is None:
-        return error_page(web.env, 404, PROJECT_NOT_FOUND, user=session.user, csrf=session.csrf)
-    return _confirm_page(web, session, summary)
+def project_page_handlers(web: WebContext) -> list[HTTPRouteHandler]:
+    """The admin home, project create/detail/update/delete and the enqueue box."""
 
+    @get("/admin")
+    async def admin_index(request: Request) -> Response[bytes]:
+        session = await page_session(request, web, Role.ADMIN)
+        if isinstance(session, Response):
+            return session
+        return await admin_home(web, session, request=request)
 
-@post("/admin/projects/{project_id:str}/delete", request_max_body_size=FORM_LIMIT)
-async def delete_project(request: Request, web: NamedDependency[WebContext], project_id: FromPath[str]) -> Response[bytes]:
-    """Spec §5.4: delete → 303 ``/admin``. The dashboard's own form also sends
-    ``confirm_project_id`` (typed by hand), which must then match."""
-    gate = await post_session(request, web, Role.ADMIN)
-    if isinstance(gate, Response):
-        return gate
-    session, form = gate
-    summary = await web.store.get_project(project_id) if is_id(project_id) else None
-    if summary is None:
-        return error_page(web.env, 404, PROJECT_NOT_FOUND, user=session.user, csrf=session.csrf)
-    typed = form.get("confirm_project_id")
-    if typed is not None and typed != project_id:
-        return _confirm_page(
-            web, session, summary, status=400,
-            error=f"Type the project ID {project_id} exactly to delete it; nothing was deleted.",
-        )
-    try:
-        await web.store.delete_project(project_id)
-    except HqError as exc:
-        return await project_page(
-            request, web, session, project_id, status=400,
-            error=f"Project deletion was rejected: {exc.message}",
-        )
-    total = sum(summary.job_counts.as_dict().values())
-    notice = flash_cookie(f"Deleted project {project_id} and its {total:,} jobs.", web.secure)
-    return redirect("/admin", cookies=[notice])
-
-
-@post("/admin/projects/{project_id:str}/jobs", request_max_body_size=FORM_LIMIT)
-async def enqueue_jobs(request: Request, web: NamedDependency[WebContext], project_id: FromPath[str]) -> Response[bytes]:
-    gate = await post_session(request, web, Role.ADMIN)
-    if isinstance(gate, Response):
-        return gate
-    session, form = gate
-    summary = await web.store.get_project(project_id) if is_id(project_id) else None
-    if summary is None:
-        return error_page(web.env, 404, PROJECT_NOT_FOUND, user=session.user, csrf=session.csrf)
-    raw = form.get("jobs_json")
-    raw = raw if isinstance(raw, str) else ""
-    try:
-        specs = parse_enqueue_box(raw, summary.project.identity_mode)
+    @post("/admin/projects", request_max_body_size=FORM_LIMIT)
+    async def create_project(request: Request) -> Response[bytes]:
+        gate = await post_session(request, web, Role.ADMIN)
+        if isinstance(gate, Response):
+            return gate
+        session, form = gate
+        project_id = forms.text(form, "project_id")
         try:
-            await web.store.enqueue(project_id, specs)
+            existing = await web.store.get_project(project_id) if is_id(project_id) else None
+            put = forms.project_put(
+                form, project_id, existing and existing.project, web.now(), with_identity=True
+            )
+            try:
+                await web.store.put_project(project_id, put)
+            except HqError as exc:
+                raise forms.FormError(f"{forms.UPDATE_REJECTED}: {exc.message}") from None
+        except forms.FormError as exc:
+            return await admin_home(
+                web, session, status=400, error=exc.message, values=_submitted(form)
+            )
+        return redirect(f"/admin/projects/{project_id}")
+
+    @get("/admin/projects/{project_id:str}")
+    async def project_detail(request: Request, project_id: FromPath[str]) -> Response[bytes]:
+        session = await page_session(request, web, Role.ADMIN)
+        if isinstance(session, Response):
+            return session
+        return await project_page(request, web, session, project_id)
+
+    @post("/admin/projects/{project_id:str}/status", request_max_body_size=FORM_LIMIT)
+    async def update_project(request: Request, project_id: FromPath[str]) -> Response[bytes]:
+        gate = await post_session(request, web, Role.ADMIN)
+        if isinstance(gate, Response):
+            return gate
+        session, form = gate
+        existing = await web.store.get_project(project_id) if is_id(project_id) else None
+        if existing is None:
+            return error_page(web.env, 404, PROJECT_NOT_FOUND, user=session.user, csrf=session.csrf)
+        try:
+            put = forms.project_put(form, project_id, existing.project, web.now(), with_identity=False)
+            try:
+                await web.store.put_project(project_id, put)
+            except HqError as exc:
+                raise forms.FormError(f"{forms.UPDATE_REJECTED}: {exc.message}") from None
+        except forms.FormError as exc:
+            values = {**project_form_values(existing), **_submitted(form)}
+            return await project_page(
+                request, web, session, project_id, status=400, error=exc.message,
+                extra={"form": values},
+            )
+        return redirect(f"/admin/projects/{project_id}")
+
+    @get("/admin/projects/{project_id:str}/delete")
+    async def confirm_delete_project(request: Request, project_id: FromPath[str]) -> Response[bytes]:
+        """The confirmation step before a delete: counts, and the project ID to type (no script:
+        the CSP allows none, so the confirmation is a page of its own)."""
+        session = await page_session(request, web, Role.ADMIN)
+        if isinstance(session, Response):
+            return session
+        summary = await web.store.get_project(project_id) if is_id(project_id) else None
+        if summary is None:
+            return error_page(web.env, 404, PROJECT_NOT_FOUND, user=session.user, csrf=session.csrf)
+        return _confirm_page(web, session, summary)
+
+    @post("/admin/projects/{project_id:str}/delete", request_max_body_size=FORM_LIMIT)
+    async def delete_project(request: Request, project_id: FromPath[str]) -> Response[bytes]:
+        """Spec §5.4: delete → 303 ``/admin``. The dashboard's own form also sends
+        ``confirm_project_id`` (typed by hand), which must then match."""
+        gate = await post_session(request, web, Role.ADMIN)
+        if isinstance(gate, Response):
+            return gate
+        session, form = gate
+        summary = await web.store.get_project(project_id) if is_id(project_id) else None
+        if summary is None:
+            return error_page(web.env, 404, PROJECT_NOT_FOUND, user=session.user, csrf=session.csrf)
+        typed = form.get("confirm_project_id")
+        if typed is not None and typed != project_id:
+            return _confirm_page(
+                web, session, summary, status=400,
+                error=f"Type the project ID {project_id} exactly to delete it; nothing was deleted.",
+            )
+        try:
+            await web.store.delete_project(project_id)
         except HqError as exc:
-            raise forms.FormError(f"{forms.ENQUEUE_REJECTED}: {exc.message}") from None
-    except forms.FormError as exc:
-        return await project_page(
-            request, web, session, project_id, status=400, error=exc.message,
-            extra={"jobs_json": raw},
-        )
-    return redirect(f"/admin/projects/{project_id}")
+            return await project_page(
+                request, web, session, project_id, status=400,
+                error=f"Project deletion was rejected: {exc.message}",
+            )
+        total = sum(summary.job_counts.as_dict().values())
+        notice = flash_cookie(f"Deleted project {project_id} and its {total:,} jobs.", web.secure)
+        return redirect("/admin", cookies=[notice])
+
+    @post("/admin/projects/{project_id:str}/jobs", request_max_body_size=FORM_LIMIT)
+    async def enqueue_jobs(request: Request, project_id: FromPath[str]) -> Response[bytes]:
+        gate = await post_session(request, web, Role.ADMIN)
+        if isinstance(gate, Response):
+            return gate
+        session, form = gate
+        summary = await web.store.get_project(project_id) if is_id(project_id) else None
+        if summary is None:
+            return error_page(web.env, 404, PROJECT_NOT_FOUND, user=session.user, csrf=session.csrf)
+        raw = form.get("jobs_json")
+        raw = raw if isinstance(raw, str) else ""
+        try:
+            specs = parse_enqueue_box(raw, summary.project.identity_mode)
+            try:
+                await web.store.enqueue(project_id, specs)
+            except HqError as exc:
+                raise forms.FormError(f"{forms.ENQUEUE_REJECTED}: {exc.message}") from None
+        except forms.FormError as exc:
+            return await project_page(
+                request, web, session, project_id, status=400, error=exc.message,
+                extra={"jobs_json": raw},
+            )
+        return redirect(f"/admin/projects/{project_id}")
+
+    return [
+        admin_index, create_project, project_detail, update_project, confirm_delete_project,
+        delete_project, enqueue_jobs,
+    ]  # fmt: skip

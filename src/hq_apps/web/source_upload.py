@@ -16,8 +16,8 @@ import tempfile
 from typing import IO
 
 from litestar import Request, Response, post
-from litestar.di import NamedDependency
 from litestar.exceptions import HTTPException
+from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
 from hq_apps.cli.source_import import SourceImportFailed, SourceInput, import_source
@@ -75,8 +75,17 @@ async def _import(
     return None
 
 
-@post("/admin/projects/{project_id:str}/source", request_max_body_size=UPLOAD_FORM_LIMIT)
-async def upload_source(request: Request, web: NamedDependency[WebContext], project_id: FromPath[str]) -> Response[bytes]:
+def source_upload_handlers(web: WebContext) -> list[HTTPRouteHandler]:
+    """The upload route over one deployment's web state."""
+
+    @post("/admin/projects/{project_id:str}/source", request_max_body_size=UPLOAD_FORM_LIMIT)
+    async def upload(request: Request, project_id: FromPath[str]) -> Response[bytes]:
+        return await upload_source(request, web, project_id)
+
+    return [upload]
+
+
+async def upload_source(request: Request, web: WebContext, project_id: str) -> Response[bytes]:
     session = await current_session(request, web)  # from the cookie alone; acted on in spec order
     stream = FormStream(request, body_limit=UPLOAD_FORM_LIMIT)
     try:
