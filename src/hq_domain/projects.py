@@ -9,7 +9,12 @@ from enum import StrEnum
 from hq_domain.errors import InvalidRequest, ProjectNotActive
 from hq_domain.ids import is_id
 
-DEFAULT_MAX_JOBS_PER_CLAIM = 256
+MAX_CLAIM_JOBS = 256
+"""Most jobs one claim may ask for (spec §1.7.11) and a project may allow per claim (§1.7.2)."""
+MAX_LEASE_SECONDS = 3600
+"""Longest lease a claim or an extension may ask for, and a project may recommend."""
+MAX_RESETS_LIMIT = 1000
+DEFAULT_MAX_JOBS_PER_CLAIM = MAX_CLAIM_JOBS
 DEFAULT_MAX_RESETS = 3
 DEFAULT_LEASE_SECONDS = 300
 MAX_CLIENT_VERSIONS = 64
@@ -188,17 +193,17 @@ def apply_put(project_id: str, existing: Project | None, put: ProjectPut, now_s:
     if not _valid_qps(put.dispatch_qps) or not _valid_qps(put.worker_claim_qps):
         raise InvalidRequest("project QPS must be a positive finite number")
     max_jobs = put.max_jobs_per_claim or DEFAULT_MAX_JOBS_PER_CLAIM
-    if not 1 <= max_jobs <= 256:
+    if not 1 <= max_jobs <= MAX_CLAIM_JOBS:
         raise InvalidRequest("max_jobs_per_claim must be between 1 and 256")
     max_resets = DEFAULT_MAX_RESETS if put.max_resets is None else put.max_resets
-    if not 0 <= max_resets <= 1000:
+    if not 0 <= max_resets <= MAX_RESETS_LIMIT:
         raise InvalidRequest("max_resets must be between 0 and 1000")
     lease = (
         DEFAULT_LEASE_SECONDS
         if put.recommended_lease_seconds is None
         else put.recommended_lease_seconds
     )
-    if not 1 <= lease <= 3600:
+    if not 1 <= lease <= MAX_LEASE_SECONDS:
         raise InvalidRequest("recommended_lease_seconds must be between 1 and 3600")
     versions = validate_client_versions(put.client_versions)
     dispatch_qps = None if put.dispatch_qps is None else float(put.dispatch_qps)

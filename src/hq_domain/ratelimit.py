@@ -9,15 +9,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from hq_domain.projects import MAX_CLAIM_JOBS
+
 INT64_MAX = 2**63 - 1
-MAX_CLAIM = 256
 
 
 def capacity(qps: float) -> float:
     """One job at ≤ 1000 QPS; otherwise ~100 ms of work, never more than one protocol batch."""
     if qps <= 1000:
         return 1.0
-    return min(qps / 10.0, float(MAX_CLAIM))
+    return min(qps / 10.0, float(MAX_CLAIM_JOBS))
 
 
 def refill(tokens: float | None, refilled_at_ns: int | None, now_ns: int, qps: float) -> float:
@@ -39,7 +40,7 @@ def retry_after_ms(tokens: float, qps: float) -> int:
 
 def whole_tokens(tokens: float) -> int:
     """How many jobs the bucket allows now (capped at one protocol batch)."""
-    return MAX_CLAIM if tokens >= MAX_CLAIM else math.floor(tokens)
+    return MAX_CLAIM_JOBS if tokens >= MAX_CLAIM_JOBS else math.floor(tokens)
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from hq_domain import canonical
 from hq_domain.errors import InvalidJob, InvalidRequest
 from hq_domain.ids import is_id
 from hq_domain.jobs import JOB_TYPES, ArtifactReceipt, ExecutionError, JobSpec, Outcome
-from hq_domain.projects import IdentityMode
+from hq_domain.projects import MAX_CLAIM_JOBS, MAX_LEASE_SECONDS, IdentityMode
 from hq_domain.worker import (
     MAX_BATCH_ITEMS,
     AttemptRef,
@@ -281,9 +281,9 @@ def validate_claim(
     if (
         not is_id(worker_id)
         or not _is_int(max_jobs)
-        or not 1 <= max_jobs <= 256  # type: ignore[operator]
+        or not 1 <= max_jobs <= MAX_CLAIM_JOBS  # type: ignore[operator]
         or not _is_int(lease_seconds)
-        or not 1 <= lease_seconds <= 3600  # type: ignore[operator]
+        or not 1 <= lease_seconds <= MAX_LEASE_SECONDS  # type: ignore[operator]
         or len(types) > MAX_ACCEPT_TYPES
         or not _is_int(policy_version)
         or policy_version < 1  # type: ignore[operator]
@@ -384,6 +384,6 @@ def fail_item(
 
 
 def check_lease_seconds(seconds: object, message: str) -> int:
-    if not _is_int(seconds) or not 1 <= seconds <= 3600:  # type: ignore[operator]
+    if not _is_int(seconds) or not 1 <= seconds <= MAX_LEASE_SECONDS:  # type: ignore[operator]
         raise InvalidRequest(message)
     return seconds  # type: ignore[return-value]
