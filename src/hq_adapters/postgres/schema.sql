@@ -98,8 +98,8 @@ CREATE INDEX tracker_jobs_expired_order_idx
     ON tracker_jobs (project_id, lease_expires_at, job_id) WHERE status = 'wip';
 CREATE INDEX tracker_jobs_lease_sweep_order_idx
     ON tracker_jobs (lease_expires_at, job_id) WHERE status = 'wip';
-CREATE INDEX tracker_jobs_project_status_idx
-    ON tracker_jobs (project_id, status, job_id);
+CREATE INDEX tracker_jobs_failures_idx
+    ON tracker_jobs (project_id, status, job_id) WHERE status IN ('failed', 'reset_exhausted');
 
 CREATE TABLE tracker_worker_claim_buckets (
     project_id text NOT NULL REFERENCES tracker_projects (id) ON DELETE CASCADE,
