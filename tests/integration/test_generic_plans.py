@@ -13,6 +13,7 @@ join beyond the small batches these plans are used for.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import asyncpg
@@ -37,6 +38,8 @@ def _statement(name: str) -> str:
 
 
 async def test_function_bodies_are_the_named_blocks(pg_dsn) -> None:
+    """pg_proc holds each function as the latest migration that replaced it left it (0006,
+    then 0008, which calls the rule functions): that body must be the block as it reads now."""
     conn = await asyncpg.connect(pg_dsn)
     try:
         for name in _OPS:
@@ -104,8 +107,11 @@ async def _explain(conn: asyncpg.Connection, name: str, args: list[Any]) -> list
          for a in args],
     )
     text = await conn.fetchval(
-        f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {name}({', '.join(literals)})"
+        f"EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) EXECUTE {name}({', '.join(literals)})"
     )
+    # The rule functions of migration 0008 are inlined: no plan calls one (an inlined
+    # set-returning one leaves only its name as the alias of a subquery).
+    assert not re.search(r"tracker_rule_\w+\(", text), f"{name}: a rule function not inlined"
     return _walk(json.loads(text)[0]["Plan"])
 
 
@@ -189,3 +195,30 @@ async def test_generic_plans_read_only_the_batch_and_the_sweep(pg_dsn) -> None:
             await conn.execute(_RESTORE, NOW + 300, ids)  # EXPLAIN ANALYZE wrote: undo it
     finally:
         await conn.close()
+
+
+async def test_rule_functions_are_inlined_in_the_other_worker_statements(pg_dsn) -> None:
+    """The worker.sql blocks that call a rule function (the ops are checked above) plan with
+    it inlined, generic or custom."""
+    statuses = _ALLOWED[WorkerOp.CLAIM]
+    claim = [[], 4, ["n1", "n2", "n3", "n4"], "w", NOW + 300, NOW]
+    blocks = {
+        "worker_context": ["u", "p", "w", statuses],
+        "sweep_project": ["p", NOW, SWEEP, 3],
+        "sweep_expired": [NOW, SWEEP],
+        "claim_fifo": ["p", *claim],
+        "claim_random": ["r", *claim],
+        "todo_exists": ["p", ["seed"]],
+    }
+    for mode in ("force_generic_plan", "force_custom_plan"):
+        conn = await asyncpg.connect(pg_dsn, server_settings={"plan_cache_mode": mode})
+        try:
+            tx = conn.transaction()
+            await tx.start()
+            if mode == "force_generic_plan":
+                await _setup(conn)
+            for name, args in blocks.items():
+                await _explain(conn, name, args)
+            await tx.rollback()
+        finally:
+            await conn.close()
