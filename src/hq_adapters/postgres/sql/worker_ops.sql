@@ -23,7 +23,11 @@ FROM tracker_worker_gate($1, $2) AS g
 -- project's live leases through the partial wip index instead. It may lock a row of this
 -- worker whose attempt the batch names wrongly (stale); the UPDATE matches the exact
 -- (job, attempt) pairs, so such a row is locked for the statement and not changed. The UPDATE
--- is as in complete_batch (robust to stale planner statistics).
+-- is as in complete_batch (robust to stale planner statistics). The rules are migration 0008's
+-- inlined functions: tracker_rule_active_worker (hq_domain.users.is_active_worker) and
+-- tracker_rule_first_items, the items that may apply (hq_domain.lifecycle.first_items: the
+-- first occurrence of each (job_id, attempt_id); their payload is read by position). The SET
+-- list is hq_domain.lifecycle.complete.
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      p AS (SELECT status FROM tracker_projects WHERE id = $1),
      ok AS (
@@ -125,7 +129,8 @@ SELECT EXISTS (SELECT 1 FROM ok) AS ok,
 
 -- name: extend_op
 -- Route 23 as one autocommit statement: worker_context + extend_batch ($1..$6 as there; $7
--- user, $8 allowed statuses), written only when ok (see complete_op). The deadline only grows.
+-- user, $8 allowed statuses), written only when ok (see complete_op). The deadline only grows
+-- (hq_domain.lifecycle.extend).
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $7),
      p AS (SELECT status FROM tracker_projects WHERE id = $1),
      ok AS (
@@ -183,6 +188,9 @@ SELECT EXISTS (SELECT 1 FROM ok) AS ok,
 -- $1 project, $2 accept types, $3 max_jobs, $4 attempt ids (≥ $3), $5 worker, $6 lease end,
 -- $7 now, $8 user, $9 sweep bound, $10 statuses allowing a claim. Returns ≥ 1 row; job_id
 -- is NULL when nothing was claimed.
+-- Rules (migration 0008, inlined): tracker_rule_type_accepted for accept types, and
+-- tracker_rule_reset_status for swept rows (hq_domain.lifecycle.expire; a revived row is one
+-- it sends back to todo). Picked rows get hq_domain.lifecycle.claim's fields.
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      p AS (SELECT * FROM tracker_projects WHERE id = $1),
      ok AS (
