@@ -13,6 +13,7 @@ join beyond the small batches these plans are used for.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import asyncpg
@@ -28,7 +29,7 @@ _OPS = ("claim_op_fifo", "claim_op_random", "complete_op", "fail_op", "extend_op
 B = GENERIC_PLAN_MAX_ITEMS
 SWEEP = 256
 NOW = 1_000_000
-# What every worker function carries (0006, 0008); the tests plan under the same settings.
+# What every worker function carries (0006, 0009); the tests plan under the same settings.
 FUNCTION_SETTINGS = {"plan_cache_mode": "force_generic_plan", "enable_seqscan": "off",
                      "enable_bitmapscan": "off"}
 _CONFIG = sorted(f"{k}={v}" for k, v in FUNCTION_SETTINGS.items())
@@ -41,6 +42,8 @@ def _statement(name: str) -> str:
 
 
 async def test_function_bodies_are_the_named_blocks(pg_dsn) -> None:
+    """pg_proc holds each function as the latest migration that replaced it left it (0006,
+    then 0008, which calls the rule functions): that body must be the block as it reads now."""
     conn = await asyncpg.connect(pg_dsn)
     try:
         for name in _OPS:
@@ -103,9 +106,18 @@ def _walk(plan: dict[str, Any]) -> list[dict[str, Any]]:
 
 async def _explain(conn: asyncpg.Connection, name: str, args: list[Any]) -> list[dict[str, Any]]:
     await conn.execute(f"PREPARE {name} AS {_statement(name)}")
+    return await _execute(conn, name, args)
+
+
+async def _execute(conn: asyncpg.Connection, name: str, args: list[Any]) -> list[dict[str, Any]]:
+    """EXPLAIN ANALYZE the prepared statement ``name`` (its cached plan, if it has one)."""
     text = await conn.fetchval(
-        f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {name}({', '.join(await _literals(conn, args))})"
+        f"EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) EXECUTE {name}"
+        f"({', '.join(await _literals(conn, args))})"
     )
+    # The rule functions of migration 0008 are inlined: no plan calls one (an inlined
+    # set-returning one leaves only its name as the alias of a subquery).
+    assert not re.search(r"tracker_rule_\w+\(", text), f"{name}: a rule function not inlined"
     return _walk(json.loads(text)[0]["Plan"])
 
 
@@ -231,9 +243,7 @@ async def test_generic_plans_cached_on_a_young_table_stay_on_the_batch(pg_dsn) -
             await conn.execute(_JOB, "p", status, None, None, 10000)
         await conn.execute(_JOB, "p", "wip", "old", NOW - 10, 2 * SWEEP)
         for name, args in ops.items():
-            text = await conn.fetchval(f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {name}"
-                                       f"({', '.join(await _literals(conn, args))})")
-            nodes = _walk(json.loads(text)[0]["Plan"])
+            nodes = await _execute(conn, name, args)
             if name == "claim_op_fifo":
                 allowed = {"tracker_jobs_claim_idx", "tracker_jobs_expired_order_idx",
                            "tracker_jobs_pkey"}
@@ -243,3 +253,30 @@ async def test_generic_plans_cached_on_a_young_table_stay_on_the_batch(pg_dsn) -
             await conn.execute(_RESTORE, NOW + 300, ids)
     finally:
         await conn.close()
+
+
+async def test_rule_functions_are_inlined_in_the_other_worker_statements(pg_dsn) -> None:
+    """The worker.sql blocks that call a rule function (the ops are checked above) plan with
+    it inlined, generic or custom."""
+    statuses = _ALLOWED[WorkerOp.CLAIM]
+    claim = [[], 4, ["n1", "n2", "n3", "n4"], "w", NOW + 300, NOW]
+    blocks = {
+        "worker_context": ["u", "p", "w", statuses],
+        "sweep_project": ["p", NOW, SWEEP, 3],
+        "sweep_expired": [NOW, SWEEP],
+        "claim_fifo": ["p", *claim],
+        "claim_random": ["r", *claim],
+        "todo_exists": ["p", ["seed"]],
+    }
+    for mode in ("force_generic_plan", "force_custom_plan"):
+        conn = await asyncpg.connect(pg_dsn, server_settings={"plan_cache_mode": mode})
+        try:
+            tx = conn.transaction()
+            await tx.start()
+            if mode == "force_generic_plan":
+                await _setup(conn)
+            for name, args in blocks.items():
+                await _explain(conn, name, args)
+            await tx.rollback()
+        finally:
+            await conn.close()

@@ -10,7 +10,7 @@ WITH u AS (SELECT id, status, roles FROM tracker_users WHERE id = $1),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
         SELECT $3, u.id FROM u, p
-        WHERE $3::text IS NOT NULL AND u.status = 'active' AND 'worker' = ANY (u.roles)
+        WHERE $3::text IS NOT NULL AND tracker_rule_active_worker(u.status, u.roles)
           AND p.status = ANY ($4::text[])
           AND NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $3 AND user_id = u.id)
         ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
@@ -31,7 +31,7 @@ WITH expired AS (
     FOR UPDATE SKIP LOCKED
 )
 UPDATE tracker_jobs j
-SET status = CASE WHEN j.reset_count + 1 > $4 THEN 'reset_exhausted' ELSE 'todo' END,
+SET status = tracker_rule_reset_status(j.reset_count, $4),
     reset_count = j.reset_count + 1,
     attempt_id = NULL, worker_id = NULL, last_worker_id = j.worker_id, lease_expires_at = NULL, updated_at = $2
 FROM expired e
@@ -48,7 +48,7 @@ WITH expired AS (
     FOR UPDATE SKIP LOCKED
 )
 UPDATE tracker_jobs j
-SET status = CASE WHEN j.reset_count + 1 > p.max_resets THEN 'reset_exhausted' ELSE 'todo' END,
+SET status = tracker_rule_reset_status(j.reset_count, p.max_resets),
     reset_count = j.reset_count + 1,
     attempt_id = NULL, worker_id = NULL, last_worker_id = j.worker_id, lease_expires_at = NULL, updated_at = $1
 FROM expired e, tracker_projects p
@@ -63,7 +63,7 @@ WHERE j.job_id = e.job_id AND p.id = j.project_id
 WITH picked AS (
     SELECT job_id, created_at FROM tracker_jobs
     WHERE project_id = $1 AND status = 'todo'
-      AND (cardinality($2::text[]) = 0 OR COALESCE(spec->>'type', 'seed') = ANY ($2::text[]))
+      AND tracker_rule_type_accepted(spec, $2::text[])
     ORDER BY created_at, job_id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
@@ -85,7 +85,7 @@ SELECT * FROM claimed ORDER BY ord
 WITH picked AS (
     SELECT job_id, random_key FROM tracker_jobs
     WHERE project_id = $1 AND status = 'todo'
-      AND (cardinality($2::text[]) = 0 OR COALESCE(spec->>'type', 'seed') = ANY ($2::text[]))
+      AND tracker_rule_type_accepted(spec, $2::text[])
     ORDER BY random_key, job_id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
@@ -107,7 +107,7 @@ SELECT * FROM claimed ORDER BY ord
 SELECT EXISTS (
     SELECT 1 FROM tracker_jobs
     WHERE project_id = $1 AND status = 'todo'
-      AND (cardinality($2::text[]) = 0 OR COALESCE(spec->>'type', 'seed') = ANY ($2::text[]))
+      AND tracker_rule_type_accepted(spec, $2::text[])
 )
 
 -- name: store_dispatch_bucket

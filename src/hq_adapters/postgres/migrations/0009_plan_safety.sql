@@ -1,4 +1,4 @@
--- Migration 0008: generic plans that cannot leave the batch, whatever the statistics were when
+-- Migration 0009: generic plans that cannot leave the batch, whatever the statistics were when
 -- a server connection made them (issue 12).
 --
 -- The worker functions of 0006 keep one generic plan per server connection, made at the
