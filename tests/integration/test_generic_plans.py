@@ -19,7 +19,7 @@ import asyncpg
 import pytest
 
 from hq_adapters.postgres.queries import queries
-from hq_adapters.postgres.worker import _ALLOWED, GENERIC_PLAN_MAX_ITEMS
+from hq_adapters.postgres.worker import ALLOWED_STATUSES, GENERIC_PLAN_MAX_ITEMS
 from hq_domain.projects import WorkerOp
 
 pytestmark = pytest.mark.postgres
@@ -132,10 +132,10 @@ def _mutations(ids: list[int], attempts: list[str]) -> dict[str, list[Any]]:
     n = len(ids)
     return {
         "complete_op": ["p", "w", ids, attempts, ["{}"] * n, ["null"] * n, NOW, "u",
-                        _ALLOWED[WorkerOp.COMPLETE]],
+                        ALLOWED_STATUSES[WorkerOp.COMPLETE]],
         "fail_op": ["p", "w", ids, attempts, [True] * n, ['{"code":"e"}'] * n, NOW, "u",
-                    _ALLOWED[WorkerOp.FAIL]],
-        "extend_op": ["p", "w", ids, attempts, NOW, NOW + 600, "u", _ALLOWED[WorkerOp.EXTEND]],
+                    ALLOWED_STATUSES[WorkerOp.FAIL]],
+        "extend_op": ["p", "w", ids, attempts, NOW, NOW + 600, "u", ALLOWED_STATUSES[WorkerOp.EXTEND]],
     }
 
 
@@ -175,7 +175,7 @@ async def test_generic_plans_read_only_the_batch_and_the_sweep(pg_dsn) -> None:
         for name, project in (("claim_op_fifo", "p"), ("claim_op_random", "r")):
             nodes = await _explain(conn, name, [
                 project, [], B, [f"at_new{i}" for i in range(B)], "w", NOW + 300, NOW, "u",
-                SWEEP, _ALLOWED[WorkerOp.CLAIM],
+                SWEEP, ALLOWED_STATUSES[WorkerOp.CLAIM],
             ])
             queue = "tracker_jobs_claim_idx" if project == "p" else "tracker_jobs_claim_random_idx"
             _check(

@@ -43,7 +43,7 @@ async def test_fail_matches_on_fail(pg_dsn) -> None:
     try:
         cases = list(itertools.product(MAX_RESETS, RESET_COUNTS, (True, False)))
         for i, (m, count, retryable) in enumerate(cases):
-            job_id = await store._pool.fetchval(_WIP, f"m{m}", f"v{i}", f"at_{i}", now + 60, count, 7)
+            job_id = await store.database.pool.fetchval(_WIP, f"m{m}", f"v{i}", f"at_{i}", now + 60, count, 7)
             [result] = await store.fail(
                 "u", f"m{m}", "w", [FailItem(job_id, f"at_{i}", retryable, ExecutionError("e"))]
             )
@@ -64,7 +64,7 @@ async def test_expiry_matches_on_expiry(pg_dsn, path: str) -> None:
     try:
         rows = {}
         for i, (m, count) in enumerate(itertools.product(MAX_RESETS, RESET_COUNTS)):
-            job_id = await store._pool.fetchval(_WIP, f"m{m}", f"v{i}", f"at_{i}", now, count, 7)
+            job_id = await store.database.pool.fetchval(_WIP, f"m{m}", f"v{i}", f"at_{i}", now, count, 7)
             rows[job_id] = (m, count)
         if path == "claim":
             for m in MAX_RESETS:  # max_jobs 1 of many todo rows: the sweep still covers all

@@ -13,7 +13,7 @@ from hq_adapters.postgres.queries import parse, queries
 
 _SRC = Path(pg.__file__).parent
 _NAME_USE = re.compile(r"""q\(\s*["']([a-z0-9_]+)["']""")
-_NAME_ARG = re.compile(r"""(?:_fetch|_fetchrow|_fetchval|_execute)\(\s*["']([a-z0-9_]+)["']""")
+_NAME_ARG = re.compile(r"""\b(?:fetch|fetchrow|fetchval|execute)\(\s*["']([a-z0-9_]+)["']""")
 
 
 def used_names() -> set[str]:
