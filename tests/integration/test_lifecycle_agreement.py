@@ -1,4 +1,4 @@
-"""The SQL re-expressions of the retry rule (fail_batch, sweep_project, sweep_expired) agree
+"""The SQL re-expressions of the retry rule (fail_op, sweep_project, sweep_expired) agree
 with hq_domain.lifecycle over a grid of reset counts and limits (STYLE §2)."""
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
 """The worker API (spec §2.4, §1.7.10–1.7.15) and the background expiry sweep (D2).
 
-Fast path: complete, fail, extend-lease and the common claim (unlimited, unaudited project)
-are each one autocommit statement (``*_op`` in ``sql/worker_ops.sql``) that re-reads user and
-project, upserts the worker mapping and does the work, or writes nothing when a check fails
-or the claim needs more (token bucket, audit, other claim order). Then the general path runs:
-one transaction with a context statement (user, project, worker mapping) and one set-based
-statement per step — never a round trip per job (D6) — which raises the spec's errors.
+Complete, fail and extend-lease are each one autocommit statement (``*_op`` in
+``sql/worker_ops.sql``) that re-reads user and project, upserts the worker mapping and does the
+work, or writes nothing when a check fails; then the checks are re-read to raise the spec's
+error (see :meth:`PostgresWorker._declined`). The common claim (unlimited, unaudited project)
+is one such statement too; when it declines (a failed check, token bucket, audit, other claim
+order) the general claim runs: one transaction with a context statement (user, project,
+worker mapping) and one set-based statement per step — never a round trip per job (D6) —
+which raises the spec's errors.
 
 Batches of at most ``GENERIC_PLAN_MAX_ITEMS`` run the one-statement forms, and every request
 its gate read, through migration 0006's functions, whose plans PostgreSQL caches (generic,
@@ -94,11 +96,11 @@ _GATED_SQL = {
     WorkerOp.EXTEND: "gated_extend",
 }
 
-# complete/fail/extend: (one-statement form, its generic-plan call, transactional batch)
+# complete/fail/extend: (one-statement form, its generic-plan call)
 _MUTATION_SQL = {
-    WorkerOp.COMPLETE: ("complete_op", "complete_op_generic", "complete_batch"),
-    WorkerOp.FAIL: ("fail_op", "fail_op_generic", "fail_batch"),
-    WorkerOp.EXTEND: ("extend_op", "extend_op_generic", "extend_batch"),
+    WorkerOp.COMPLETE: ("complete_op", "complete_op_generic"),
+    WorkerOp.FAIL: ("fail_op", "fail_op_generic"),
+    WorkerOp.EXTEND: ("extend_op", "extend_op_generic"),
 }
 
 
@@ -249,9 +251,13 @@ class PostgresWorker:
         return _principal(r), None if r["id"] is None else rows.project(r)
 
     async def policy(self, user_id: str, project_id: str) -> Project:
-        # One read-only statement (no worker_id: nothing is upserted), so no transaction.
+        return await self._checked(user_id, project_id, WorkerOp.POLICY)
+
+    async def _checked(self, user_id: str, project_id: str, op: WorkerOp) -> Project:
+        """The project, if the user and project pass ``op``'s checks (else the spec's error).
+        One read-only statement (no worker_id: nothing is upserted), so no transaction."""
         async with self._db.connection() as conn:
-            return await self._context(conn, user_id, project_id, None, WorkerOp.POLICY)
+            return await self._context(conn, user_id, project_id, None, op)
 
     async def claim(self, user_id: str, project_id: str, request: ClaimRequest) -> ClaimResult:
         order = self._claim_order_hint.get(project_id, ClaimOrder.FIFO)
@@ -373,20 +379,34 @@ class PostgresWorker:
         """Per-item resulting statuses (None = rejected) of a complete/fail/extend batch.
 
         ``args`` start with project and worker id. The one-statement form does it all in one
-        round trip (``fast_row``: its result when a gated call already ran it); when it
-        declines (a user or project check failed), the transactional path re-runs the checks,
-        raising the spec's error, then the batch statement."""
+        round trip (``fast_row``: its result when a gated call already ran it)."""
         if fast_row is None:
-            custom, generic, _ = _MUTATION_SQL[op]
-            fast = generic if len(args[2]) <= self._generic_max else custom
-            fast_row = await self._db.fetchrow(fast, *args, user_id, ALLOWED_STATUSES[op])
+            fast_row = await self._db.fetchrow(
+                self._mutation_sql(op, args), *args, user_id, ALLOWED_STATUSES[op]
+            )
         if fast_row["ok"]:
             return list(fast_row["job_statuses"])
-        project_id, worker_id = args[0], args[1]
-        async with self._db.transaction() as conn:
-            await self._context(conn, user_id, project_id, worker_id, op)
-            found = await conn.fetch(q(_MUTATION_SQL[op][2]), *args)
-        return [f["job_status"] for f in found]
+        return await self._declined(op, args, user_id)
+
+    def _mutation_sql(self, op: WorkerOp, args: tuple[Any, ...]) -> str:
+        custom, generic = _MUTATION_SQL[op]
+        return generic if len(args[2]) <= self._generic_max else custom
+
+    async def _declined(
+        self, op: WorkerOp, args: tuple[Any, ...], user_id: str
+    ) -> list[str | None]:
+        """The statement wrote nothing: the user or the project failed a check when it read
+        them. Re-read them and raise the spec's error (§1.6 order). If they pass now, they
+        changed since the statement's read, which then counts as not yet seen: the statement
+        runs again with the new state (once; another change in that window is an error)."""
+        await self._checked(user_id, args[0], op)
+        row = await self._db.fetchrow(
+            self._mutation_sql(op, args), *args, user_id, ALLOWED_STATUSES[op]
+        )
+        if row["ok"]:
+            return list(row["job_statuses"])
+        await self._checked(user_id, args[0], op)
+        raise RuntimeError("the user or project changed twice during one worker request")
 
     # --- the gate and the operation in one round trip (small batches) -----------------------
     def _gate_args(
