@@ -381,16 +381,12 @@ class PostgresWorker:
         ``args`` start with project and worker id. The one-statement form does it all in one
         round trip (``fast_row``: its result when a gated call already ran it)."""
         if fast_row is None:
-            fast_row = await self._db.fetchrow(
-                self._mutation_sql(op, args), *args, user_id, ALLOWED_STATUSES[op]
-            )
+            custom, generic = _MUTATION_SQL[op]
+            fast = generic if len(args[2]) <= self._generic_max else custom
+            fast_row = await self._db.fetchrow(fast, *args, user_id, ALLOWED_STATUSES[op])
         if fast_row["ok"]:
             return list(fast_row["job_statuses"])
         return await self._declined(op, args, user_id)
-
-    def _mutation_sql(self, op: WorkerOp, args: tuple[Any, ...]) -> str:
-        custom, generic = _MUTATION_SQL[op]
-        return generic if len(args[2]) <= self._generic_max else custom
 
     async def _declined(
         self, op: WorkerOp, args: tuple[Any, ...], user_id: str
@@ -400,9 +396,9 @@ class PostgresWorker:
         changed since the statement's read, which then counts as not yet seen: the statement
         runs again with the new state (once; another change in that window is an error)."""
         await self._checked(user_id, args[0], op)
-        row = await self._db.fetchrow(
-            self._mutation_sql(op, args), *args, user_id, ALLOWED_STATUSES[op]
-        )
+        custom, generic = _MUTATION_SQL[op]
+        fast = generic if len(args[2]) <= self._generic_max else custom
+        row = await self._db.fetchrow(fast, *args, user_id, ALLOWED_STATUSES[op])
         if row["ok"]:
             return list(row["job_statuses"])
         await self._checked(user_id, args[0], op)
