@@ -119,8 +119,8 @@ class WorkerPort(Protocol):
     ) -> list[ItemResult]: ...
 
 
-class AdminPort(Protocol):
-    """The administration use cases (admin API, web dashboard, tracker CLI)."""
+class ProjectsPort(Protocol):
+    """Projects and their jobs, as the administration sees them."""
 
     async def list_projects(self) -> list[ProjectSummary]: ...
 
@@ -130,21 +130,6 @@ class AdminPort(Protocol):
 
     async def delete_project(self, project_id: str) -> None:
         """NotFound("project not found"); InvalidRequest("project has WIP jobs")."""
-        ...
-
-    async def enqueue(self, project_id: str, jobs: Sequence[JobSpec]) -> int:
-        """Insert validated jobs in one transaction; returns newly inserted rows.
-
-        NotFound("project not found"), ProjectNotActive (archived), InvalidJob for the
-        identity-mode id rules, IdentityConflict. Any error inserts nothing."""
-        ...
-
-    async def enqueue_batches(
-        self, project_id: str, batches: Sequence[Sequence[JobSpec]]
-    ) -> list[int]:
-        """Each batch exactly as its own :meth:`enqueue` call, in order, but all in one
-        transaction (any error inserts nothing); returns the rows inserted per batch. Source
-        imports commit several 1,000-job batches at once this way."""
         ...
 
     async def list_jobs(
@@ -162,6 +147,29 @@ class AdminPort(Protocol):
     async def delete_job(self, project_id: str, job_id: int) -> None:
         """InvalidRequest("job not found or is WIP")."""
         ...
+
+
+class EnqueuePort(Protocol):
+    """Adding jobs (admin API, source imports, the tracker CLI)."""
+
+    async def enqueue(self, project_id: str, jobs: Sequence[JobSpec]) -> int:
+        """Insert validated jobs in one transaction; returns newly inserted rows.
+
+        NotFound("project not found"), ProjectNotActive (archived), InvalidJob for the
+        identity-mode id rules, IdentityConflict. Any error inserts nothing."""
+        ...
+
+    async def enqueue_batches(
+        self, project_id: str, batches: Sequence[Sequence[JobSpec]]
+    ) -> list[int]:
+        """Each batch exactly as its own :meth:`enqueue` call, in order, but all in one
+        transaction (any error inserts nothing); returns the rows inserted per batch. Source
+        imports commit several 1,000-job batches at once this way."""
+        ...
+
+
+class UsersPort(Protocol):
+    """Users and their machine tokens."""
 
     async def list_users(self) -> list[UserListItem]: ...
 
@@ -188,6 +196,10 @@ class AdminPort(Protocol):
     async def bootstrap_user(self, user_id: str, roles: Sequence[Role], token: str) -> None:
         """Create or update the user as active with exactly ``roles`` and install ``token``."""
         ...
+
+
+class AdminPort(ProjectsPort, EnqueuePort, UsersPort, Protocol):
+    """The administration use cases (admin API, web dashboard, tracker CLI)."""
 
 
 class MaintenancePort(Protocol):

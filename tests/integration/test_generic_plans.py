@@ -20,7 +20,7 @@ import asyncpg
 import pytest
 
 from hq_adapters.postgres.queries import queries
-from hq_adapters.postgres.worker import _ALLOWED, GENERIC_PLAN_MAX_ITEMS
+from hq_adapters.postgres.worker import ALLOWED_STATUSES, GENERIC_PLAN_MAX_ITEMS
 from hq_domain.projects import WorkerOp
 
 pytestmark = pytest.mark.postgres
@@ -153,10 +153,10 @@ def _mutations(ids: list[int], attempts: list[str]) -> dict[str, list[Any]]:
     n = len(ids)
     return {
         "complete_op": ["p", "w", ids, attempts, ["{}"] * n, ["null"] * n, NOW, "u",
-                        _ALLOWED[WorkerOp.COMPLETE]],
+                        ALLOWED_STATUSES[WorkerOp.COMPLETE]],
         "fail_op": ["p", "w", ids, attempts, [True] * n, ['{"code":"e"}'] * n, NOW, "u",
-                    _ALLOWED[WorkerOp.FAIL]],
-        "extend_op": ["p", "w", ids, attempts, NOW, NOW + 600, "u", _ALLOWED[WorkerOp.EXTEND]],
+                    ALLOWED_STATUSES[WorkerOp.FAIL]],
+        "extend_op": ["p", "w", ids, attempts, NOW, NOW + 600, "u", ALLOWED_STATUSES[WorkerOp.EXTEND]],
     }
 
 
@@ -196,7 +196,7 @@ async def test_generic_plans_read_only_the_batch_and_the_sweep(pg_dsn) -> None:
         for name, project in (("claim_op_fifo", "p"), ("claim_op_random", "r")):
             nodes = await _explain(conn, name, [
                 project, [], B, [f"at_new{i}" for i in range(B)], "w", NOW + 300, NOW, "u",
-                SWEEP, _ALLOWED[WorkerOp.CLAIM],
+                SWEEP, ALLOWED_STATUSES[WorkerOp.CLAIM],
             ])
             queue = "tracker_jobs_claim_idx" if project == "p" else "tracker_jobs_claim_random_idx"
             _check(
@@ -233,7 +233,7 @@ async def test_generic_plans_cached_on_a_young_table_stay_on_the_batch(pg_dsn) -
         held = await conn.fetch(_HELD, NOW, B)
         ids, attempts = [r["job_id"] for r in held], [r["attempt_id"] for r in held]
         claim = ["p", [], B, [f"at_new{i}" for i in range(B)], "w", NOW + 300, NOW, "u", SWEEP,
-                 _ALLOWED[WorkerOp.CLAIM]]
+                 ALLOWED_STATUSES[WorkerOp.CLAIM]]
         ops = {"claim_op_fifo": claim, **_mutations(ids, attempts)}
         for name, args in ops.items():  # the first request plans while the table is young
             await _explain(conn, name, args)
@@ -258,7 +258,7 @@ async def test_generic_plans_cached_on_a_young_table_stay_on_the_batch(pg_dsn) -
 async def test_rule_functions_are_inlined_in_the_other_worker_statements(pg_dsn) -> None:
     """The worker.sql blocks that call a rule function (the ops are checked above) plan with
     it inlined, generic or custom."""
-    statuses = _ALLOWED[WorkerOp.CLAIM]
+    statuses = ALLOWED_STATUSES[WorkerOp.CLAIM]
     claim = [[], 4, ["n1", "n2", "n3", "n4"], "w", NOW + 300, NOW]
     blocks = {
         "worker_context": ["u", "p", "w", statuses],

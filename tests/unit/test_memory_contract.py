@@ -90,7 +90,7 @@ class TestMemoryIndexes:
             await store.fail("u", "p", "w", [FailItem(c.job_id, c.attempt_id, False, ExecutionError("e"))])
             await store.requeue_job("p", c.job_id)
         queues = store.state.project_jobs["p"].todo
-        assert queues._size <= 4 * 3 + 256 + 2  # compacted at least once
+        assert queues.size <= 4 * 3 + 256 + 2  # compacted at least once
         await store.put_project("p", ProjectPut(status="active", claim_order="random"))
         got = (await store.claim("u", "p", ClaimRequest("w", 3, 60, (), 1))).jobs
         assert [j.value for j in got] == ["v2", "v1", "v0"]

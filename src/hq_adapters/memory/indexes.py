@@ -63,6 +63,11 @@ class TodoQueues:
                 out.append(jobs[job_id])
         return out
 
+    @property
+    def size(self) -> int:
+        """Entries held, live and stale (each todo row has one per claim order)."""
+        return self._size
+
     def needs_rebuild(self, todo_count: int) -> bool:
         return self._size > 4 * todo_count + 256
 
