@@ -9,13 +9,14 @@ FROM tracker_worker_gate($1, $2) AS g
 
 -- name: complete_op
 -- Route 21 as one autocommit statement: worker_context's checks and worker→user upsert plus
--- complete_batch ($1..$7 as there; $8 user, $9 statuses allowing the op). Nothing is written
--- unless the user is an active worker and the project allows the op (ok is empty otherwise, and
--- the caller falls back to the transactional path, which raises the error). Same ordered
--- locking and re-check as complete_batch; job_statuses are in input order, NULL = rejected.
--- Lock order as on the transactional path: the worker row first (the `count(*) FROM w`
--- condition runs the upsert before any job row is locked), then job rows in job_id order. As
--- in worker_context, an unchanged worker mapping is neither written nor locked.
+-- the batch ($1 project, $2 worker, $3 job ids, $4 attempt ids, $5 outcomes, $6 receipts,
+-- $7 now; $8 user, $9 statuses allowing the op). Nothing is written unless the user is an
+-- active worker and the project allows the op (ok is empty otherwise: the caller re-reads the
+-- checks with worker_context and raises the error, or runs this again if they changed in
+-- between). job_statuses are in input order, NULL = rejected.
+-- Lock order: the worker row first (the `count(*) FROM w` condition runs the upsert before any
+-- job row is locked), then job rows in job_id order. As in worker_context, an unchanged worker
+-- mapping is neither written nor locked.
 -- The lock scan reads tracker_jobs alone, probing the primary key with the batch's job ids:
 -- no join with the items that a plan could run as items × items (a nested loop over the item
 -- list per row: 65,280 rows filtered at 256 items), no per-row test against the list of
@@ -23,7 +24,8 @@ FROM tracker_worker_gate($1, $2) AS g
 -- project's live leases through the partial wip index instead. It may lock a row of this
 -- worker whose attempt the batch names wrongly (stale); the UPDATE matches the exact
 -- (job, attempt) pairs, so such a row is locked for the statement and not changed. The UPDATE
--- is as in complete_batch (robust to stale planner statistics). The rules are migration 0008's
+-- reaches its rows through `job_id = ANY (ARRAY(… locked …))`, a primary-key probe whatever
+-- the statistics say (migration 0009 and tests/integration/test_generic_plans.py). The rules are migration 0008's
 -- inlined functions: tracker_rule_active_worker (hq_domain.users.is_active_worker) and
 -- tracker_rule_first_items, the items that may apply (hq_domain.lifecycle.first_items: the
 -- first occurrence of each (job_id, attempt_id); their payload is read by position). The SET
@@ -74,8 +76,9 @@ SELECT EXISTS (SELECT 1 FROM ok) AS ok,
            AS job_statuses
 
 -- name: fail_op
--- Route 22 as one autocommit statement: worker_context + fail_batch ($1..$7 as there; $8 user,
--- $9 allowed statuses), written only when ok (see complete_op). tracker_rule_fail_status
+-- Route 22 as one autocommit statement: worker_context + the batch ($1..$4 as complete_op's,
+-- $5 retryable flags, $6 errors, $7 now; $8 user, $9 allowed statuses), written only when ok
+-- (see complete_op). tracker_rule_fail_status
 -- (migration 0008) is hq_domain.lifecycle.fail's status over the project's max_resets read in
 -- this statement; completed_at is set unless the job goes back to todo.
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
@@ -128,8 +131,9 @@ SELECT EXISTS (SELECT 1 FROM ok) AS ok,
            AS job_statuses
 
 -- name: extend_op
--- Route 23 as one autocommit statement: worker_context + extend_batch ($1..$6 as there; $7
--- user, $8 allowed statuses), written only when ok (see complete_op). The deadline only grows
+-- Route 23 as one autocommit statement: worker_context + the batch ($1..$4 as complete_op's,
+-- $5 now, $6 new deadline; $7 user, $8 allowed statuses), written only when ok (see
+-- complete_op). The deadline only grows
 -- (hq_domain.lifecycle.extend).
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $7),
      p AS (SELECT status FROM tracker_projects WHERE id = $1),
