@@ -95,6 +95,8 @@ class PostgresEnqueue:
             mode = project.identity_mode
             if mode is IdentityMode.NONE:
                 checked = False  # nothing to check, nothing can exist
+            if not checked:
+                await conn.execute(q("enqueue_plan_settings"))
             out = []
             for jobs in batches:
                 for job in jobs:
