@@ -99,6 +99,8 @@ CREATE INDEX tracker_jobs_expired_order_idx
     ON tracker_jobs (project_id, lease_expires_at, job_id) WHERE status = 'wip';
 CREATE INDEX tracker_jobs_lease_sweep_order_idx
     ON tracker_jobs (lease_expires_at, job_id) WHERE status = 'wip';
+CREATE INDEX tracker_jobs_project_job_idx
+    ON tracker_jobs (project_id, job_id) WHERE project_id IS NOT NULL;
 CREATE INDEX tracker_jobs_failures_idx
     ON tracker_jobs (project_id, status, job_id) WHERE status IN ('failed', 'reset_exhausted');
 

@@ -23,7 +23,10 @@ FROM tracker_worker_gate($1, $2) AS g
 -- attempt ids (8 ms at 256 items), and no status = 'wip' that would let a plan read the
 -- project's live leases through the partial wip index instead. It may lock a row of this
 -- worker whose attempt the batch names wrongly (stale); the UPDATE matches the exact
--- (job, attempt) pairs, so such a row is locked for the statement and not changed. The UPDATE
+-- (job, attempt) pairs, so such a row is locked for the statement and not changed. The
+-- project is tested as `(j.project_id = $1) IS TRUE` so that no index led by project_id can
+-- drive the scan (migration 0009: a generic plan made on a young table read the whole project
+-- that way). The UPDATE
 -- reaches its rows through `job_id = ANY (ARRAY(… locked …))`, a primary-key probe whatever
 -- the statistics say (migration 0009 and tests/integration/test_generic_plans.py). The rules are migration 0008's
 -- inlined functions: tracker_rule_active_worker (hq_domain.users.is_active_worker) and
@@ -56,7 +59,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
         SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
           AND j.job_id = ANY ($3::bigint[])
-          AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $7
+          AND (j.project_id = $1) IS TRUE AND j.worker_id = $2 AND j.lease_expires_at > $7
         ORDER BY j.job_id
         FOR UPDATE
      ),
@@ -107,7 +110,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
         SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
           AND j.job_id = ANY ($3::bigint[])
-          AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $7
+          AND (j.project_id = $1) IS TRUE AND j.worker_id = $2 AND j.lease_expires_at > $7
         ORDER BY j.job_id
         FOR UPDATE
      ),
@@ -160,7 +163,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $7),
         SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
           AND j.job_id = ANY ($3::bigint[])
-          AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $5
+          AND (j.project_id = $1) IS TRUE AND j.worker_id = $2 AND j.lease_expires_at > $5
         ORDER BY j.job_id
         FOR UPDATE
      ),
