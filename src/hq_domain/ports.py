@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from hq_domain.jobs import Job, JobSpec, JobStatus
+from hq_domain.monitoring import MonitorSnapshot
 from hq_domain.progress import FailureGroup, HistoryPoint, WorkerActivity
 from hq_domain.projects import Project, ProjectPut, ProjectSummary
 from hq_domain.users import Principal, Role, User, UserListItem, UserStatus
@@ -203,8 +204,29 @@ class AdminPort(ProjectsPort, EnqueuePort, UsersPort, Protocol):
 
 
 class MaintenancePort(Protocol):
+    """Housekeeping run by the server's background loop (sweep) or by an operator (prune)."""
+
     async def sweep_expired(self, limit: int) -> int:
         """D2: reset up to ``limit`` expired WIP rows (any project); returns how many."""
+        ...
+
+    async def prune_claim_buckets(self, before_ms: int) -> int:
+        """Delete the claim-audit bucket rows that started before ``before_ms`` (every
+        project; one project at a time on PostgreSQL, so no statement holds many locks);
+        returns how many were deleted."""
+        ...
+
+
+class MonitorPort(Protocol):
+    """The operators' monitor (``tracker monitor``). Its figures come from the same reads as
+    the dashboard's and ``/metrics``: job counts as :meth:`AdminPort.list_projects`, queue
+    health as :meth:`ObservePort.queue_health`, history as :meth:`ObservePort.all_history`."""
+
+    async def monitor_snapshot(self, window_s: int, bucket_window_s: int) -> MonitorSnapshot:
+        """Every project's figures and the worker claim rates in one consistent read (one
+        read-only repeatable-read transaction on PostgreSQL), at the clock's now: finished
+        counts over the last ``window_s``, claim buckets that started in the last
+        ``bucket_window_s``, history over :data:`hq_domain.progress.RATE_WINDOW_S`."""
         ...
 
 
@@ -270,7 +292,9 @@ class WebPort(Protocol):
     ) -> list[WorkerMapping]: ...
 
 
-class Store(AuthPort, WorkerPort, AdminPort, MaintenancePort, ObservePort, WebPort, Protocol):
+class Store(
+    AuthPort, WorkerPort, AdminPort, MaintenancePort, MonitorPort, ObservePort, WebPort, Protocol
+):
     """Everything one adapter provides. Apps depend on the narrower ports where they can."""
 
     async def close(self) -> None: ...

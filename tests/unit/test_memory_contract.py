@@ -12,6 +12,7 @@ from tests.contract import (
     EnqueueContract,
     ExpiryContract,
     JobAdminContract,
+    MonitorContract,
     MutationContract,
     ObserveContract,
     ProjectAdminContract,
@@ -70,6 +71,9 @@ class TestWebStoreMemory(MemoryFixtures, WebStoreContract): ...
 
 
 class TestObserveMemory(MemoryFixtures, ObserveContract): ...
+
+
+class TestMonitorMemory(MemoryFixtures, MonitorContract): ...
 
 
 class TestMemoryIndexes:

@@ -17,6 +17,7 @@ PARTS = {
     "auth": ports.AuthPort,
     "worker": ports.WorkerPort,
     "maintenance": ports.MaintenancePort,
+    "monitor": ports.MonitorPort,
     "projects": ports.ProjectsPort,
     "enqueuing": ports.EnqueuePort,
     "users": ports.UsersPort,
@@ -31,7 +32,7 @@ def store() -> PostgresStore:
 
 
 def test_port_methods_lists_own_and_inherited_methods() -> None:
-    assert port_methods(ports.MaintenancePort) == ["sweep_expired"]
+    assert port_methods(ports.MaintenancePort) == ["sweep_expired", "prune_claim_buckets"]
     admin = port_methods(ports.AdminPort)
     assert {"list_projects", "enqueue", "bootstrap_user"} <= set(admin)
     assert sorted(admin) == sorted(

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncpg
-
 from hq_adapters.postgres.database import Database, row_count
 from hq_adapters.postgres.queries import q
-from hq_adapters.postgres.rows import load
+from hq_adapters.postgres.rows import history_point, load
 from hq_domain.progress import (
     HOUR_RETENTION_S,
     HOUR_S,
@@ -17,14 +15,6 @@ from hq_domain.progress import (
     group_failures,
     minute_of,
 )
-from hq_domain.projects import JobCounts
-
-
-def _point(r: asyncpg.Record) -> HistoryPoint:
-    return HistoryPoint(
-        r["minute_s"],
-        JobCounts(r["todo"], r["wip"], r["done"], r["failed"], r["reset_exhausted"]),
-    )
 
 
 class PostgresObserve:
@@ -44,12 +34,12 @@ class PostgresObserve:
         return row_count(status)
 
     async def project_history(self, project_id: str, since_s: int) -> list[HistoryPoint]:
-        return [_point(r) for r in await self._db.fetch("project_history", project_id, since_s)]
+        return [history_point(r) for r in await self._db.fetch("project_history", project_id, since_s)]
 
     async def all_history(self, since_s: int) -> dict[str, list[HistoryPoint]]:
         out: dict[str, list[HistoryPoint]] = {}
         for r in await self._db.fetch("all_history", since_s):
-            out.setdefault(r["project_id"], []).append(_point(r))
+            out.setdefault(r["project_id"], []).append(history_point(r))
         return out
 
     async def recent_failures(self, project_id: str, sample: int) -> list[FailureGroup]:

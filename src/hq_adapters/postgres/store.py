@@ -36,17 +36,20 @@ import asyncpg
 from hq_adapters.postgres.admin import PostgresProjects
 from hq_adapters.postgres.database import Database
 from hq_adapters.postgres.enqueue import PostgresEnqueue
+from hq_adapters.postgres.maintenance import PostgresMaintenance
+from hq_adapters.postgres.monitor import PostgresMonitor
 from hq_adapters.postgres.observe import PostgresObserve
 from hq_adapters.postgres.queries import q
 from hq_adapters.postgres.users import PostgresAuth, PostgresUsers
 from hq_adapters.postgres.web import PostgresWeb
-from hq_adapters.postgres.worker import PostgresMaintenance, PostgresWorker
+from hq_adapters.postgres.worker import PostgresWorker
 from hq_domain.clock import Clock
 from hq_domain.ids import machine_token_digest
 from hq_domain.ports import (
     AuthPort,
     EnqueuePort,
     MaintenancePort,
+    MonitorPort,
     ObservePort,
     ProjectsPort,
     UsersPort,
@@ -112,6 +115,7 @@ class PostgresStore:
         self.auth = PostgresAuth(db)
         self.worker = PostgresWorker(db, claim_sweep_limit=claim_sweep_limit)
         self.maintenance = PostgresMaintenance(db)
+        self.monitor = PostgresMonitor(db)
         self.projects = PostgresProjects(db)
         self.enqueuing = PostgresEnqueue(db)
         self.users = PostgresUsers(db)
@@ -121,6 +125,7 @@ class PostgresStore:
             (self.auth, AuthPort),
             (self.worker, WorkerPort),
             (self.maintenance, MaintenancePort),
+            (self.monitor, MonitorPort),
             (self.projects, ProjectsPort),
             (self.enqueuing, EnqueuePort),
             (self.users, UsersPort),
@@ -179,7 +184,7 @@ def pool_options(pooler: Pooler, overrides: dict[str, Any]) -> dict[str, Any]:
 
 
 def one_shot_options() -> dict[str, Any]:
-    """Options for a single-connection command (migrate, monitor, prune): no startup parameter
+    """Options for a single-connection command (migrate): no startup parameter
     and unnamed statements only, so it runs the same direct or through a transaction pooler
     (its statements are few; re-parsing them costs nothing measurable)."""
     return {"statement_cache_size": 0}

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import asyncpg
 
 from hq_adapters.postgres import rows
-from hq_adapters.postgres.database import Database, row_count
+from hq_adapters.postgres.database import Database
 from hq_adapters.postgres.queries import q
 from hq_domain import ratelimit
 from hq_domain.clock import millis, seconds
@@ -512,14 +512,3 @@ class PostgresWorker:
         if statuses is None:
             return principal, project, None
         return principal, project, _results(items, statuses, args[-1])
-
-
-
-class PostgresMaintenance:
-    """MaintenancePort over PostgreSQL: the background expiry sweep (D2)."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
-    async def sweep_expired(self, limit: int) -> int:
-        return row_count(await self._db.execute("sweep_expired", self._db.now_s(), limit))

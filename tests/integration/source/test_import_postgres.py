@@ -13,7 +13,7 @@ import zstandard
 from hq_adapters.postgres import connect
 from hq_adapters.postgres.enqueue import PostgresEnqueue
 from hq_adapters.sourcefile import encode_job_line
-from hq_apps.cli.source_import import GROUP_BATCHES, SourceImportFailed, import_source
+from hq_apps.services.source_import import GROUP_BATCHES, SourceImportFailed, import_source
 from hq_domain.clock import SystemClock
 from hq_domain.errors import IdentityConflict, InvalidJob
 from hq_domain.ids import default_job_id
