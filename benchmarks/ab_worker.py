@@ -2,8 +2,8 @@
 worker hot path (claim(B) → complete) between two source trees of this project.
 
 Each variant is ``tracker serve`` run with ``PYTHONPATH=<tree>/src`` (so the same virtualenv
-runs either tree's code) against its own fresh database, both migrated by the candidate tree
-(a migration is assumed additive). Cells run A, B, A, B… so both see the same machine load.
+runs either tree's code) against its own fresh database, migrated by that tree (so a schema
+change is part of what is compared). Cells run A, B, A, B… so both see the same machine load.
 Reported per run: jobs/s, claim/complete p50/p99, tracker CPU µs per request (/proc of the
 server) and PostgreSQL CPU µs per request (/proc of every backend of that database, sampled
 before and after the drain: the pool's connections live through the run).
@@ -81,9 +81,8 @@ async def main(args: argparse.Namespace) -> None:
         for name, tree in trees.items():
             dsn = await stack.enter_async_context(env.bench_database(args.admin_dsn))
             wd = Path(stack.enter_context(env.workdir()))
-            os.environ["PYTHONPATH"] = str(trees["B"] / "src")
-            token = env.prepare_database(dsn, wd)
             os.environ["PYTHONPATH"] = str(tree / "src")
+            token = env.prepare_database(dsn, wd)
             server = await stack.enter_async_context(env.tracker_server(dsn, token, wd, name=name))
             servers[name] = (server, dsn)
         os.environ.pop("PYTHONPATH", None)

@@ -29,7 +29,7 @@ import asyncpg
 from hq_adapters.postgres import connect, migrate_dsn
 from hq_adapters.sourcefile.pack import pack_values
 from hq_apps.cli.hqctl import run as hqctl
-from hq_apps.cli.source_import import import_source
+from hq_apps.services.source_import import import_source
 from hq_domain.clock import SystemClock
 from hq_domain.projects import IdentityMode, ProjectPut
 

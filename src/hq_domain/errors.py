@@ -47,6 +47,16 @@ class InvalidJob(HqError):
     default_status = 400
 
 
+class SourceFormatError(InvalidJob):
+    """A ``jobs-jsonl-zstd-v1`` source (file or upload body) that does not decode (spec §3.2):
+    bad zstd, a bad or invalid line, a size or job limit, a truncated or stalled upload. On the
+    wire it is ``invalid_job`` with the message ``source format: <detail>``; the type lets the
+    dashboard tell a bad file from an import the store refused."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("source format: " + detail)
+
+
 class InvalidMachineToken(HqError):
     code = "invalid_machine_token"
     default_status = 401

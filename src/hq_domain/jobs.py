@@ -6,6 +6,7 @@ canonical encoding for size limits and identity lives in :mod:`hq_domain.canonic
 
 from __future__ import annotations
 
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -23,6 +24,19 @@ ALL_STATUSES: tuple[JobStatus, ...] = tuple(JobStatus)
 TERMINAL_REQUEUEABLE = frozenset({JobStatus.FAILED, JobStatus.RESET_EXHAUSTED})
 
 JOB_TYPES = ("seed", "asset")
+
+
+def job_type(spec: Mapping[str, Any]) -> str:
+    """A stored job's type for claims and filters: ``seed`` when its spec has none (absent or
+    JSON null). SQL: ``tracker_rule_job_type`` (migration 0008)."""
+    t = spec.get("type")
+    return "seed" if t is None else t
+
+
+def type_accepted(job_type: str, accept_types: Collection[str]) -> bool:
+    """A claim's ``accept_types`` filter: empty accepts every type. SQL:
+    ``tracker_rule_type_accepted``."""
+    return not accept_types or job_type in accept_types
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +150,7 @@ class Job:
 
     @property
     def effective_type(self) -> str:
-        return self.spec.get("type") or "seed"
+        return job_type(self.spec)
 
 
 @dataclass(frozen=True, slots=True)

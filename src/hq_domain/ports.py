@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from hq_domain.jobs import Job, JobSpec, JobStatus
+from hq_domain.monitoring import MonitorSnapshot
 from hq_domain.progress import FailureGroup, HistoryPoint, WorkerActivity
 from hq_domain.projects import Project, ProjectPut, ProjectSummary
 from hq_domain.users import Principal, Role, User, UserListItem, UserStatus
@@ -119,8 +120,8 @@ class WorkerPort(Protocol):
     ) -> list[ItemResult]: ...
 
 
-class AdminPort(Protocol):
-    """The administration use cases (admin API, web dashboard, tracker CLI)."""
+class ProjectsPort(Protocol):
+    """Projects and their jobs, as the administration sees them."""
 
     async def list_projects(self) -> list[ProjectSummary]: ...
 
@@ -130,21 +131,6 @@ class AdminPort(Protocol):
 
     async def delete_project(self, project_id: str) -> None:
         """NotFound("project not found"); InvalidRequest("project has WIP jobs")."""
-        ...
-
-    async def enqueue(self, project_id: str, jobs: Sequence[JobSpec]) -> int:
-        """Insert validated jobs in one transaction; returns newly inserted rows.
-
-        NotFound("project not found"), ProjectNotActive (archived), InvalidJob for the
-        identity-mode id rules, IdentityConflict. Any error inserts nothing."""
-        ...
-
-    async def enqueue_batches(
-        self, project_id: str, batches: Sequence[Sequence[JobSpec]]
-    ) -> list[int]:
-        """Each batch exactly as its own :meth:`enqueue` call, in order, but all in one
-        transaction (any error inserts nothing); returns the rows inserted per batch. Source
-        imports commit several 1,000-job batches at once this way."""
         ...
 
     async def list_jobs(
@@ -162,6 +148,29 @@ class AdminPort(Protocol):
     async def delete_job(self, project_id: str, job_id: int) -> None:
         """InvalidRequest("job not found or is WIP")."""
         ...
+
+
+class EnqueuePort(Protocol):
+    """Adding jobs (admin API, source imports, the tracker CLI)."""
+
+    async def enqueue(self, project_id: str, jobs: Sequence[JobSpec]) -> int:
+        """Insert validated jobs in one transaction; returns newly inserted rows.
+
+        NotFound("project not found"), ProjectNotActive (archived), InvalidJob for the
+        identity-mode id rules, IdentityConflict. Any error inserts nothing."""
+        ...
+
+    async def enqueue_batches(
+        self, project_id: str, batches: Sequence[Sequence[JobSpec]]
+    ) -> list[int]:
+        """Each batch exactly as its own :meth:`enqueue` call, in order, but all in one
+        transaction (any error inserts nothing); returns the rows inserted per batch. Source
+        imports commit several 1,000-job batches at once this way."""
+        ...
+
+
+class UsersPort(Protocol):
+    """Users and their machine tokens."""
 
     async def list_users(self) -> list[UserListItem]: ...
 
@@ -190,9 +199,34 @@ class AdminPort(Protocol):
         ...
 
 
+class AdminPort(ProjectsPort, EnqueuePort, UsersPort, Protocol):
+    """The administration use cases (admin API, web dashboard, tracker CLI)."""
+
+
 class MaintenancePort(Protocol):
+    """Housekeeping run by the server's background loop (sweep) or by an operator (prune)."""
+
     async def sweep_expired(self, limit: int) -> int:
         """D2: reset up to ``limit`` expired WIP rows (any project); returns how many."""
+        ...
+
+    async def prune_claim_buckets(self, before_ms: int) -> int:
+        """Delete the claim-audit bucket rows that started before ``before_ms`` (every
+        project; one project at a time on PostgreSQL, so no statement holds many locks);
+        returns how many were deleted."""
+        ...
+
+
+class MonitorPort(Protocol):
+    """The operators' monitor (``tracker monitor``). Its figures come from the same reads as
+    the dashboard's and ``/metrics``: job counts as :meth:`AdminPort.list_projects`, queue
+    health as :meth:`ObservePort.queue_health`, history as :meth:`ObservePort.all_history`."""
+
+    async def monitor_snapshot(self, window_s: int, bucket_window_s: int) -> MonitorSnapshot:
+        """Every project's figures and the worker claim rates in one consistent read (one
+        read-only repeatable-read transaction on PostgreSQL), at the clock's now: finished
+        counts over the last ``window_s``, claim buckets that started in the last
+        ``bucket_window_s``, history over :data:`hq_domain.progress.RATE_WINDOW_S`."""
         ...
 
 
@@ -264,7 +298,9 @@ class WebPort(Protocol):
     ) -> list[WorkerMapping]: ...
 
 
-class Store(AuthPort, WorkerPort, AdminPort, MaintenancePort, ObservePort, WebPort, Protocol):
+class Store(
+    AuthPort, WorkerPort, AdminPort, MaintenancePort, MonitorPort, ObservePort, WebPort, Protocol
+):
     """Everything one adapter provides. Apps depend on the narrower ports where they can."""
 
     async def close(self) -> None: ...

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -34,7 +35,7 @@ class Principal:
 
     @property
     def is_active_worker(self) -> bool:
-        return self.status is UserStatus.ACTIVE and Role.WORKER in self.roles
+        return is_active_worker(self.status, self.roles)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +65,14 @@ def require_admin(principal: Principal) -> None:
         raise PermissionDenied("active admin role required")
 
 
+def is_active_worker(status: str, roles: Collection[str]) -> bool:
+    """The worker routes' user check (spec §1.6 step 2): status ``active`` and the ``worker``
+    role. SQL: ``tracker_rule_active_worker`` (migration 0008)."""
+    return status == UserStatus.ACTIVE and Role.WORKER in roles
+
+
 def require_worker(status: UserStatus, roles: frozenset[Role] | tuple[Role, ...]) -> None:
-    if status is not UserStatus.ACTIVE or Role.WORKER not in roles:
+    if not is_active_worker(status, roles):
         raise PermissionDenied("active worker role required")
 
 
@@ -75,9 +82,23 @@ def roles_after_admin_login(roles: tuple[Role, ...]) -> tuple[Role, ...]:
     The reference replaces the roles with exactly ``[admin]`` (spec §5.3 item 6), so each
     sign-in silently dropped a ``worker`` role another admin had granted. Team membership
     asserts admin, nothing more; an admin can grant itself any role anyway, so keeping them
-    gives nothing away (docs/web.md, "Sign-in and roles").
+    gives nothing away (docs/web.md, "Sign-in and roles"). Sorted by code point; SQL:
+    ``tracker_rule_admin_login_roles`` (migration 0008).
     """
     return tuple(sorted({*roles, Role.ADMIN}))
+
+
+def github_user_key(github_user_id: int) -> str:
+    """The user id a first GitHub sign-in creates: ``gh_<GitHub user id>``."""
+    return f"gh_{github_user_id}"
+
+
+def first_github_login(team_member: bool) -> tuple[UserStatus, tuple[Role, ...]]:
+    """Status and roles of the user a first GitHub sign-in creates (spec §5.3): a member of the
+    admin team is an active admin, anyone else a pending worker an admin must activate."""
+    if team_member:
+        return UserStatus.ACTIVE, (Role.ADMIN,)
+    return UserStatus.PENDING, (Role.WORKER,)
 
 
 def validate_user_put(

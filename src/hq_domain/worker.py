@@ -12,7 +12,7 @@ from hq_domain import ratelimit
 from hq_domain.ids import is_id
 from hq_domain.jobs import ArtifactReceipt, ClaimedJob, ExecutionError, JobStatus, Outcome
 from hq_domain.projects import ClaimOrder, Project
-from hq_domain.users import Principal, Role, UserStatus
+from hq_domain.users import Principal
 
 UNLIMITED_RETRY_AFTER_MS = 1000
 MAX_BATCH_ITEMS = 256
@@ -34,8 +34,7 @@ def gate_passes(
         and project is not None
         and is_id(project_id)
         and is_id(principal.user_id)
-        and principal.status is UserStatus.ACTIVE
-        and Role.WORKER in principal.roles
+        and principal.is_active_worker
         and client_version in project.client_versions
     )
 

@@ -11,6 +11,7 @@ from tests.contract.claim import ClaimContract
 from tests.contract.dispatch import ClaimAuditContract, DispatchContract
 from tests.contract.enqueue import EnqueueContract
 from tests.contract.expiry import ExpiryContract
+from tests.contract.monitor import MonitorContract
 from tests.contract.mutations import MutationContract
 from tests.contract.observe import ObserveContract
 from tests.contract.users import UsersContract
@@ -28,6 +29,7 @@ ALL_CONTRACTS = (
     UsersContract,
     WebStoreContract,
     ObserveContract,
+    MonitorContract,
 )
 
 __all__ = [c.__name__ for c in ALL_CONTRACTS] + ["ALL_CONTRACTS"]

@@ -13,13 +13,14 @@ join beyond the small batches these plans are used for.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import asyncpg
 import pytest
 
 from hq_adapters.postgres.queries import queries
-from hq_adapters.postgres.worker import _ALLOWED, GENERIC_PLAN_MAX_ITEMS
+from hq_adapters.postgres.worker import ALLOWED_STATUSES, GENERIC_PLAN_MAX_ITEMS
 from hq_domain.projects import WorkerOp
 
 pytestmark = pytest.mark.postgres
@@ -28,6 +29,10 @@ _OPS = ("claim_op_fifo", "claim_op_random", "complete_op", "fail_op", "extend_op
 B = GENERIC_PLAN_MAX_ITEMS
 SWEEP = 256
 NOW = 1_000_000
+# What every worker function carries (0006, 0009); the tests plan under the same settings.
+FUNCTION_SETTINGS = {"plan_cache_mode": "force_generic_plan", "enable_seqscan": "off",
+                     "enable_bitmapscan": "off"}
+_CONFIG = sorted(f"{k}={v}" for k, v in FUNCTION_SETTINGS.items())
 
 
 def _statement(name: str) -> str:
@@ -37,6 +42,8 @@ def _statement(name: str) -> str:
 
 
 async def test_function_bodies_are_the_named_blocks(pg_dsn) -> None:
+    """pg_proc holds each function as the latest migration that replaced it left it (0006,
+    then 0008, which calls the rule functions): that body must be the block as it reads now."""
     conn = await asyncpg.connect(pg_dsn)
     try:
         for name in _OPS:
@@ -45,11 +52,13 @@ async def test_function_bodies_are_the_named_blocks(pg_dsn) -> None:
             )
             body = src.split("RETURN QUERY\n", 1)[1].rsplit(";\nEND", 1)[0].strip()
             assert body == _statement(name), f"{name}: replace tracker_{name} in a migration"
-            assert config == ["plan_cache_mode=force_generic_plan"]
-        config = await conn.fetchval(
-            "SELECT proconfig FROM pg_proc WHERE proname = 'tracker_worker_gate'"
-        )
-        assert config == ["plan_cache_mode=force_generic_plan"]
+            assert sorted(config) == _CONFIG
+        for name in ("worker_gate", "gate_row", "gated_claim", "gated_complete", "gated_fail",
+                     "gated_extend"):
+            config = await conn.fetchval(
+                "SELECT proconfig FROM pg_proc WHERE proname = $1", f"tracker_{name}"
+            )
+            assert sorted(config) == _CONFIG, name
     finally:
         await conn.close()
 
@@ -97,16 +106,28 @@ def _walk(plan: dict[str, Any]) -> list[dict[str, Any]]:
 
 async def _explain(conn: asyncpg.Connection, name: str, args: list[Any]) -> list[dict[str, Any]]:
     await conn.execute(f"PREPARE {name} AS {_statement(name)}")
-    # EXPLAIN EXECUTE takes the parameters as SQL literals: bind them through a helper query.
-    literals = await conn.fetchval(
+    return await _execute(conn, name, args)
+
+
+async def _execute(conn: asyncpg.Connection, name: str, args: list[Any]) -> list[dict[str, Any]]:
+    """EXPLAIN ANALYZE the prepared statement ``name`` (its cached plan, if it has one)."""
+    text = await conn.fetchval(
+        f"EXPLAIN (ANALYZE, VERBOSE, FORMAT JSON) EXECUTE {name}"
+        f"({', '.join(await _literals(conn, args))})"
+    )
+    # The rule functions of migration 0008 are inlined: no plan calls one (an inlined
+    # set-returning one leaves only its name as the alias of a subquery).
+    assert not re.search(r"tracker_rule_\w+\(", text), f"{name}: a rule function not inlined"
+    return _walk(json.loads(text)[0]["Plan"])
+
+
+async def _literals(conn: asyncpg.Connection, args: list[Any]) -> list[str]:
+    """EXPLAIN EXECUTE takes the parameters as SQL literals: bind them through a helper query."""
+    return await conn.fetchval(
         "SELECT array_agg(quote_nullable(x)) FROM unnest($1::text[]) AS x",
         [a if isinstance(a, str) or a is None else _array(a) if isinstance(a, list) else str(a)
          for a in args],
     )
-    text = await conn.fetchval(
-        f"EXPLAIN (ANALYZE, FORMAT JSON) EXECUTE {name}({', '.join(literals)})"
-    )
-    return _walk(json.loads(text)[0]["Plan"])
 
 
 def _array(values: list[Any]) -> str:
@@ -122,7 +143,7 @@ def _check(
     for n in nodes:
         if n.get("Relation Name") == "tracker_jobs" and n["Node Type"] != "ModifyTable":
             assert n["Node Type"] in {"Index Scan", "Index Only Scan"}, n["Node Type"]
-            assert n["Index Name"] in allowed, n["Index Name"]
+            assert n["Index Name"] in allowed, (n["Index Name"], n.get("Subplan Name"), n.get("Index Cond"), n.get("Filter"), n.get("Parent Relationship"))
             read = (n["Actual Rows"] + n.get("Rows Removed by Filter", 0)) * n["Actual Loops"]
             assert read <= most, (n["Index Name"], read)
         assert n.get("Rows Removed by Join Filter", 0) <= joined, n["Node Type"]
@@ -132,10 +153,10 @@ def _mutations(ids: list[int], attempts: list[str]) -> dict[str, list[Any]]:
     n = len(ids)
     return {
         "complete_op": ["p", "w", ids, attempts, ["{}"] * n, ["null"] * n, NOW, "u",
-                        _ALLOWED[WorkerOp.COMPLETE]],
+                        ALLOWED_STATUSES[WorkerOp.COMPLETE]],
         "fail_op": ["p", "w", ids, attempts, [True] * n, ['{"code":"e"}'] * n, NOW, "u",
-                    _ALLOWED[WorkerOp.FAIL]],
-        "extend_op": ["p", "w", ids, attempts, NOW, NOW + 600, "u", _ALLOWED[WorkerOp.EXTEND]],
+                    ALLOWED_STATUSES[WorkerOp.FAIL]],
+        "extend_op": ["p", "w", ids, attempts, NOW, NOW + 600, "u", ALLOWED_STATUSES[WorkerOp.EXTEND]],
     }
 
 
@@ -169,13 +190,13 @@ async def test_custom_plans_of_large_batches_touch_each_item_once(pg_dsn) -> Non
 
 
 async def test_generic_plans_read_only_the_batch_and_the_sweep(pg_dsn) -> None:
-    conn = await asyncpg.connect(pg_dsn, server_settings={"plan_cache_mode": "force_generic_plan"})
+    conn = await asyncpg.connect(pg_dsn, server_settings=FUNCTION_SETTINGS)
     try:
         await _setup(conn)
         for name, project in (("claim_op_fifo", "p"), ("claim_op_random", "r")):
             nodes = await _explain(conn, name, [
                 project, [], B, [f"at_new{i}" for i in range(B)], "w", NOW + 300, NOW, "u",
-                SWEEP, _ALLOWED[WorkerOp.CLAIM],
+                SWEEP, ALLOWED_STATUSES[WorkerOp.CLAIM],
             ])
             queue = "tracker_jobs_claim_idx" if project == "p" else "tracker_jobs_claim_random_idx"
             _check(
@@ -187,5 +208,91 @@ async def test_generic_plans_read_only_the_batch_and_the_sweep(pg_dsn) -> None:
         for name, args in _mutations(ids, attempts).items():
             _check(await _explain(conn, name, args), {"tracker_jobs_pkey"}, B)
             await conn.execute(_RESTORE, NOW + 300, ids)  # EXPLAIN ANALYZE wrote: undo it
+    finally:
+        await conn.close()
+
+
+async def test_generic_plans_cached_on_a_young_table_stay_on_the_batch(pg_dsn) -> None:
+    """A server connection builds its generic plan at its first request and keeps it until
+    something invalidates it. On a young database (never analysed, a few rows: the planner
+    guesses 0.5 % of the table per project) every scan must still read only the batch, the
+    queue head and the sweep bound once the project has grown. Found by a profile: each B=1
+    complete read all 3,000 jobs of its project through the (project_id, status) index."""
+    conn = await asyncpg.connect(pg_dsn, server_settings=FUNCTION_SETTINGS)
+    try:
+        await conn.execute("ALTER TABLE tracker_jobs SET (autovacuum_enabled = off)")
+        await conn.execute(
+            "INSERT INTO tracker_users (id, status, roles, created_at, updated_at) "
+            "VALUES ('u', 'active', '{worker}', 0, 0)"
+        )
+        await conn.execute(
+            "INSERT INTO tracker_projects (id, status, identity_mode, claim_order, created_at, "
+            "updated_at) VALUES ('p', 'active', 'none', 'fifo', 0, 0)"
+        )
+        await conn.execute(_JOB, "p", "wip", "w", NOW + 300, B)
+        held = await conn.fetch(_HELD, NOW, B)
+        ids, attempts = [r["job_id"] for r in held], [r["attempt_id"] for r in held]
+        claim = ["p", [], B, [f"at_new{i}" for i in range(B)], "w", NOW + 300, NOW, "u", SWEEP,
+                 ALLOWED_STATUSES[WorkerOp.CLAIM]]
+        ops = {"claim_op_fifo": claim, **_mutations(ids, attempts)}
+        for name, args in ops.items():  # the first request plans while the table is young
+            await _explain(conn, name, args)
+            await conn.execute(_RESTORE, NOW + 300, ids)
+        await conn.execute("DELETE FROM tracker_jobs WHERE NOT (job_id = ANY ($1::bigint[]))", ids)
+        for status in ("done", "todo"):
+            await conn.execute(_JOB, "p", status, None, None, 10000)
+        await conn.execute(_JOB, "p", "wip", "old", NOW - 10, 2 * SWEEP)
+        for name, args in ops.items():
+            nodes = await _execute(conn, name, args)
+            if name == "claim_op_fifo":
+                allowed = {"tracker_jobs_claim_idx", "tracker_jobs_expired_order_idx",
+                           "tracker_jobs_pkey"}
+                _check(nodes, allowed, SWEEP + B + 1)
+            else:
+                _check(nodes, {"tracker_jobs_pkey"}, B)
+            await conn.execute(_RESTORE, NOW + 300, ids)
+    finally:
+        await conn.close()
+
+
+async def test_rule_functions_are_inlined_in_the_other_worker_statements(pg_dsn) -> None:
+    """The worker.sql blocks that call a rule function (the ops are checked above) plan with
+    it inlined, generic or custom."""
+    statuses = ALLOWED_STATUSES[WorkerOp.CLAIM]
+    claim = [[], 4, ["n1", "n2", "n3", "n4"], "w", NOW + 300, NOW]
+    blocks = {
+        "worker_context": ["u", "p", "w", statuses],
+        "sweep_project": ["p", NOW, SWEEP, 3],
+        "sweep_expired": [NOW, SWEEP],
+        "claim_fifo": ["p", *claim],
+        "claim_random": ["r", *claim],
+        "todo_exists": ["p", ["seed"]],
+    }
+    for mode in ("force_generic_plan", "force_custom_plan"):
+        conn = await asyncpg.connect(pg_dsn, server_settings={"plan_cache_mode": mode})
+        try:
+            tx = conn.transaction()
+            await tx.start()
+            if mode == "force_generic_plan":
+                await _setup(conn)
+            for name, args in blocks.items():
+                await _explain(conn, name, args)
+            await tx.rollback()
+        finally:
+            await conn.close()
+
+
+async def test_enqueue_plan_settings_hold_only_for_their_transaction(pg_dsn) -> None:
+    """A plain-insert enqueue transaction lets the foreign-key checks keep a cached primary-key
+    plan (enqueue_plan_settings); the pool's statements after it are planned per execution
+    again."""
+    conn = await asyncpg.connect(pg_dsn, server_settings={"plan_cache_mode": "force_custom_plan"})
+    try:
+        async with conn.transaction():
+            await conn.execute(queries()["enqueue_plan_settings"])
+            assert await conn.fetchval("SHOW plan_cache_mode") == "force_generic_plan"
+            assert await conn.fetchval("SHOW enable_seqscan") == "off"
+        assert await conn.fetchval("SHOW plan_cache_mode") == "force_custom_plan"
+        assert await conn.fetchval("SHOW enable_seqscan") == "on"
     finally:
         await conn.close()

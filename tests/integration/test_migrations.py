@@ -29,12 +29,22 @@ ORDER BY 1, 2
 """
 
 
+_RULES = """
+SELECT p.proname, pg_get_functiondef(p.oid)
+FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+WHERE n.nspname = 'public' AND p.proname LIKE 'tracker\\_rule\\_%'
+ORDER BY 1
+"""
+
+
 async def describe(conn: asyncpg.Connection) -> dict[str, list[tuple]]:
-    """Columns, indexes and constraints of the public schema, in a stable order."""
+    """Columns, indexes, constraints and rule functions (migration 0008) of the public
+    schema, in a stable order."""
     return {
         "columns": [tuple(r) for r in await conn.fetch(_COLUMNS)],
         "indexes": [tuple(r) for r in await conn.fetch(_INDEXES)],
         "constraints": [tuple(r) for r in await conn.fetch(_CONSTRAINTS)],
+        "rules": [tuple(r) for r in await conn.fetch(_RULES)],
     }
 
 
@@ -62,6 +72,7 @@ async def test_chain_produces_the_canonical_schema(pg_databases) -> None:
             schema = resources.files("hq_adapters.postgres").joinpath("schema.sql").read_text()
             await c.execute(schema)
             got, want = await describe(m), await describe(c)
+            assert len(want["rules"]) == 7
             for key in want:
                 assert got[key] == want[key], key
         finally:

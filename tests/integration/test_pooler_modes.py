@@ -77,7 +77,7 @@ async def test_the_probe_detects_generic_plans(probe_dsn: str) -> None:
 async def test_every_execution_gets_a_custom_plan(probe_dsn: str, pooler: str) -> None:
     store = await connect(probe_dsn, SystemClock(), pooler=pooler, min_size=1, max_size=1)
     try:
-        async with store._pool.acquire() as conn:
+        async with store.database.pool.acquire() as conn:
             mode = await conn.fetchval("SELECT current_setting('plan_cache_mode')")
             assert mode == ("force_custom_plan" if pooler == "none" else "auto")
             calls = await calls_per_execution(conn)

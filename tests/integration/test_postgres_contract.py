@@ -17,6 +17,7 @@ from tests.contract import (
     EnqueueContract,
     ExpiryContract,
     JobAdminContract,
+    MonitorContract,
     MutationContract,
     ObserveContract,
     ProjectAdminContract,
@@ -74,6 +75,9 @@ class TestWebStorePostgres(PostgresFixtures, WebStoreContract): ...
 
 
 class TestObservePostgres(PostgresFixtures, ObserveContract): ...
+
+
+class TestMonitorPostgres(PostgresFixtures, MonitorContract): ...
 
 
 def test_every_contract_is_run() -> None:

@@ -1,6 +1,8 @@
 """The one-statement claim (``claim_op_*``: sweep and claim together) picks and writes exactly
 what the transactional sweep-then-claim path does, including swept rows claimed in the same
-call, the sweep bound, accept_types and retry exhaustion."""
+call, the sweep bound, accept_types and retry exhaustion; the one-statement complete, fail and
+extend (``*_op``) match, reject and write what the spec says, through the generic-plan
+functions and the plain statements alike."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import asyncpg
 import pytest
 
 from hq_adapters.postgres import PostgresStore
-from hq_adapters.postgres import worker as pg_worker
+from hq_adapters.postgres.worker import GENERIC_PLAN_MAX_ITEMS, PostgresWorker
 from hq_domain.clock import ManualClock, seconds
 from hq_domain.jobs import ExecutionError, JobSpec, Outcome
 from hq_domain.projects import ClaimOrder, ProjectPut
@@ -31,7 +33,7 @@ FROM tracker_jobs WHERE project_id = $1 ORDER BY value
 """
 
 
-async def _fill(store: PostgresStore, project: str, now: int) -> None:
+async def _fill(pool: asyncpg.Pool, project: str, now: int) -> None:
     """Todo rows and expired WIP rows interleaved in both queue orders, some exhausted, some
     of the other type; one live lease that must stay untouched."""
     rows = []
@@ -44,7 +46,7 @@ async def _fill(store: PostgresStore, project: str, now: int) -> None:
             rows.append((f"v{i:02}", key, spec, "todo", None, None, None, 0))
     rows.append(("v99", 0, "{}", "wip", "at_live", "old", now + 60, 0))
     for n, (value, key, spec, status, attempt, worker, lease, resets) in enumerate(rows):
-        await store._pool.execute(
+        await pool.execute(
             _ROW, project, value, key, spec, status, attempt, worker, lease, resets, 10 + n
         )
 
@@ -60,7 +62,11 @@ async def test_fast_claim_equals_sweep_then_claim(
     clock = ManualClock()
     now = seconds(clock.now_ns())
     pool = await asyncpg.create_pool(pg_dsn, min_size=1, max_size=2)
-    store = PostgresStore(pool, clock, claim_sweep_limit=sweep_limit)
+    store = PostgresStore(pool, clock)
+    # the fast statement of the project's order first (no learnt hint needed)
+    worker = PostgresWorker(
+        store.database, claim_sweep_limit=sweep_limit, claim_orders={"fast": order}
+    )
     try:
         await store.put_user("u", UserStatus.ACTIVE, [Role.WORKER])
         states, claimed = [], []
@@ -68,16 +74,16 @@ async def test_fast_claim_equals_sweep_then_claim(
             await store.put_project(
                 project, ProjectPut(status="active", max_resets=1, claim_order=order.value)
             )
-            await _fill(store, project, now)
+            await _fill(pool, project, now)
             request = ClaimRequest("w", max_jobs, 30, accept, 1)
             if fast:
-                store._claim_order_hint[project] = order
-                result = await store.claim("u", project, request)
+                result = await worker.claim("u", project, request)
+                assert worker.claim_orders == {"fast": order}  # not learnt: it stayed fast
             else:
-                result = await store._claim_tx("u", project, request)
+                result = await worker.claim_in_steps("u", project, request)
             jobs = [(await store.get_job(project, j.job_id)).value for j in result.jobs]
             claimed.append((jobs, [j.lease_expires_at for j in result.jobs]))
-            states.append([tuple(r) for r in await store._pool.fetch(_STATE, project)])
+            states.append([tuple(r) for r in await pool.fetch(_STATE, project)])
         assert claimed[0] == claimed[1]
         assert states[0] == states[1]
         assert claimed[0][0], "the case should claim something"
@@ -87,7 +93,9 @@ async def test_fast_claim_equals_sweep_then_claim(
 
 async def test_fast_claim_declines_what_it_does_not_cover(pg_dsn) -> None:
     """A dispatch-limited or audited project, or a stale order hint, goes the general way."""
-    store = PostgresStore(await asyncpg.create_pool(pg_dsn, min_size=1, max_size=2), ManualClock())
+    clock = ManualClock()
+    pool = await asyncpg.create_pool(pg_dsn, min_size=1, max_size=2)
+    store = PostgresStore(pool, clock)
     try:
         await store.put_user("u", UserStatus.ACTIVE, [Role.WORKER])
         puts = {
@@ -97,11 +105,11 @@ async def test_fast_claim_declines_what_it_does_not_cover(pg_dsn) -> None:
         }
         for project, put in puts.items():
             await store.put_project(project, put)
-            await _fill(store, project, seconds(store._clock.now_ns()))
+            await _fill(pool, project, seconds(clock.now_ns()))
             result = await store.claim("u", project, ClaimRequest("w", 2, 30, (), 1))
             assert result.jobs  # a fresh bucket holds at least one token
-        assert store._claim_order_hint["random"] is ClaimOrder.RANDOM
-        audit = await store._pool.fetchval(
+        assert store.worker.claim_orders["random"] is ClaimOrder.RANDOM
+        audit = await pool.fetchval(
             "SELECT claim_requests FROM tracker_worker_claim_buckets WHERE project_id = 'audited'"
         )
         assert audit == 1
@@ -109,76 +117,63 @@ async def test_fast_claim_declines_what_it_does_not_cover(pg_dsn) -> None:
         await store.close()
 
 
-@pytest.mark.parametrize("generic_max", [pg_worker.GENERIC_PLAN_MAX_ITEMS, 0])
+@pytest.mark.parametrize("generic_max", [GENERIC_PLAN_MAX_ITEMS, 0])
 @pytest.mark.parametrize("op", ["complete", "fail", "extend"])
-async def test_fast_mutations_equal_the_transactional_path(
-    pg_dsn, op: str, generic_max: int, monkeypatch: pytest.MonkeyPatch
+async def test_fast_mutations_match_first_live_attempts_only(
+    pg_dsn, op: str, generic_max: int
 ) -> None:
-    """complete_op/fail_op/extend_op against the general path (complete_batch etc.), which runs
-    when the one-statement form declines: same item results and the same rows, including a
-    duplicate, a stale attempt, another worker's lease and an expired lease. Run through the
+    """complete_op/fail_op/extend_op on a batch with a duplicate, a stale attempt, another
+    worker's lease and an expired lease: exactly the first occurrence of each live attempt of
+    this worker applies, in input order, and only those rows change. Run through the
     generic-plan functions (the batch is small) and, with the threshold at 0, the plain
     statements."""
-    monkeypatch.setattr(pg_worker, "GENERIC_PLAN_MAX_ITEMS", generic_max)
     clock = ManualClock()
-    store = PostgresStore(await asyncpg.create_pool(pg_dsn, min_size=1, max_size=2), clock)
-    fast_fetchrow = store._fetchrow
-
-    seen = []
-
-    async def recording(name, *args):
-        seen.append(name)
-        return await fast_fetchrow(name, *args)
-
-    async def declining(name, *args):
-        if name.endswith(("_op", "_op_generic")):
-            return {"ok": False}
-        return await fast_fetchrow(name, *args)
-
+    pool = await asyncpg.create_pool(pg_dsn, min_size=1, max_size=2)
+    store = PostgresStore(pool, clock)
+    worker = PostgresWorker(store.database, generic_plan_max_items=generic_max)
     try:
         await store.put_user("u", UserStatus.ACTIVE, [Role.WORKER])
-        outcomes, states = [], []
-        for project in ("fast", "slow"):
-            await store.put_project(
-                project, ProjectPut(status="active", identity_mode="none", max_resets=1)
+        await store.put_project("p", ProjectPut(status="active", identity_mode="none", max_resets=1))
+        await store.enqueue("p", [JobSpec(f"v{i}") for i in range(6)])
+        mine = (await store.claim("u", "p", ClaimRequest("w", 4, 30, (), 1))).jobs
+        other = (await store.claim("u", "p", ClaimRequest("x", 1, 30, (), 1))).jobs
+        short = (await store.claim("u", "p", ClaimRequest("w", 1, 1, (), 1))).jobs
+        clock.advance(2)  # `short` has expired
+        refs = [*mine, mine[0], other[0], short[0]]
+        items = [AttemptRef(j.job_id, j.attempt_id) for j in refs]
+        items.insert(1, AttemptRef(mine[1].job_id, "at_stale"))
+        before = {r["value"]: tuple(r) for r in await pool.fetch(_STATE, "p")}
+        now = seconds(clock.now_ns())
+        if op == "complete":
+            out = await worker.complete(
+                "u", "p", "w",
+                [CompleteItem(i.job_id, i.attempt_id, Outcome("success"), None) for i in items],
             )
-            await store.enqueue(project, [JobSpec(f"v{i}") for i in range(6)])
-            mine = (await store.claim("u", project, ClaimRequest("w", 4, 30, (), 1))).jobs
-            other = (await store.claim("u", project, ClaimRequest("x", 1, 30, (), 1))).jobs
-            short = (await store.claim("u", project, ClaimRequest("w", 1, 1, (), 1))).jobs
-            clock.advance(2)  # `short` has expired
-            refs = [*mine, mine[0], other[0], short[0]]
-            items = [AttemptRef(j.job_id, j.attempt_id) for j in refs]
-            items.insert(1, AttemptRef(mine[1].job_id, "at_stale"))
-            store._fetchrow = recording if project == "fast" else declining
-            if op == "complete":
-                out = await store.complete(
-                    "u", project, "w",
-                    [CompleteItem(i.job_id, i.attempt_id, Outcome("success"), None) for i in items],
-                )
-            elif op == "fail":
-                out = await store.fail(
-                    "u", project, "w",
-                    [FailItem(i.job_id, i.attempt_id, n % 2 == 0, ExecutionError("e"))
-                     for n, i in enumerate(items)],
-                )
-            else:
-                out = await store.extend_lease("u", project, "w", 60, items)
-            store._fetchrow = fast_fetchrow
-            now = seconds(clock.now_ns())  # the clock moved on: compare times relative to now
-            outcomes.append(
-                [(r.applied, r.job_status, r.lease_expires_at and r.lease_expires_at - now)
-                 for r in out]
+            applied = ["done"] * 4
+        elif op == "fail":  # retryable at even input positions: todo (1 reset ≤ 1), else failed
+            out = await worker.fail(
+                "u", "p", "w",
+                [FailItem(i.job_id, i.attempt_id, n % 2 == 0, ExecutionError("e"))
+                 for n, i in enumerate(items)],
             )
-            states.append([
-                (*r[:5], r["lease_expires_at"] and r["lease_expires_at"] - now,
-                 r["updated_at"] - now)
-                for r in await store._pool.fetch(_STATE, project)
-            ])
-        assert outcomes[0] == outcomes[1]
-        assert states[0] == states[1]
-        assert sum(a for a, _, _ in outcomes[0]) == 4
-        assert seen == [f"{op}_op_generic" if generic_max else f"{op}_op"]
+            applied = ["todo", "todo", "failed", "todo"]  # mine0..3 at positions 0, 2, 3, 4
+        else:
+            out = await worker.extend_lease("u", "p", "w", 60, items)
+            applied = ["wip"] * 4
+        # input: mine0, stale, mine1, mine2, mine3, mine0 again, other's, expired
+        want = [applied[0], None, *applied[1:], None, None, None]
+        assert [r.job_status for r in out] == want
+        assert [r.applied for r in out] == [s is not None for s in want]
+        assert [r.lease_expires_at for r in out] == (
+            [now + 60 if s else None for s in want] if op == "extend" else [None] * len(want)
+        )
+        after = {r["value"]: tuple(r) for r in await pool.fetch(_STATE, "p")}
+        changed = {v for v in after if after[v] != before[v]}
+        assert changed == {(await store.get_job("p", j.job_id)).value for j in mine}
+        for job in mine:
+            row = await store.get_job("p", job.job_id)
+            assert row.updated_at == now
+            assert (row.attempt_id is None) == (op != "extend")
     finally:
         await store.close()
 

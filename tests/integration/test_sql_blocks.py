@@ -13,7 +13,7 @@ from hq_adapters.postgres.queries import parse, queries
 
 _SRC = Path(pg.__file__).parent
 _NAME_USE = re.compile(r"""q\(\s*["']([a-z0-9_]+)["']""")
-_NAME_ARG = re.compile(r"""(?:_fetch|_fetchrow|_fetchval|_execute)\(\s*["']([a-z0-9_]+)["']""")
+_NAME_ARG = re.compile(r"""\b(?:fetch|fetchrow|fetchval|execute)\(\s*["']([a-z0-9_]+)["']""")
 
 
 def used_names() -> set[str]:
@@ -23,7 +23,7 @@ def used_names() -> set[str]:
         names |= set(_NAME_USE.findall(text)) | set(_NAME_ARG.findall(text))
     # names chosen through a mapping (claim order → block)
     names |= set(re.findall(r'"(claim_[a-z]+)"', (_SRC / "worker.py").read_text()))
-    names |= set(re.findall(r'"([a-z_]+_(?:op|batch|generic|fifo|random)|gated_[a-z]+)"',
+    names |= set(re.findall(r'"([a-z_]+_(?:op|generic|fifo|random)|gated_[a-z]+)"',
                             (_SRC / "worker.py").read_text()))
     names |= set(re.findall(r'"(github_[a-z_]+)"', (_SRC / "web.py").read_text()))
     return names

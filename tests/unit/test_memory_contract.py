@@ -12,6 +12,7 @@ from tests.contract import (
     EnqueueContract,
     ExpiryContract,
     JobAdminContract,
+    MonitorContract,
     MutationContract,
     ObserveContract,
     ProjectAdminContract,
@@ -72,6 +73,9 @@ class TestWebStoreMemory(MemoryFixtures, WebStoreContract): ...
 class TestObserveMemory(MemoryFixtures, ObserveContract): ...
 
 
+class TestMonitorMemory(MemoryFixtures, MonitorContract): ...
+
+
 class TestMemoryIndexes:
     """The memory adapter's lazy heaps stay correct and bounded over many cycles."""
 
@@ -90,7 +94,7 @@ class TestMemoryIndexes:
             await store.fail("u", "p", "w", [FailItem(c.job_id, c.attempt_id, False, ExecutionError("e"))])
             await store.requeue_job("p", c.job_id)
         queues = store.state.project_jobs["p"].todo
-        assert queues._size <= 4 * 3 + 256 + 2  # compacted at least once
+        assert queues.size <= 4 * 3 + 256 + 2  # compacted at least once
         await store.put_project("p", ProjectPut(status="active", claim_order="random"))
         got = (await store.claim("u", "p", ClaimRequest("w", 3, 60, (), 1))).jobs
         assert [j.value for j in got] == ["v2", "v1", "v0"]

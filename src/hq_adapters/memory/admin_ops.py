@@ -6,10 +6,11 @@ import copy
 from collections.abc import Sequence
 
 from hq_adapters.memory.state import MemoryState, ProjectJobs, copy_job
+from hq_domain import lifecycle
 from hq_domain.clock import seconds
 from hq_domain.errors import InvalidRequest, NotFound
 from hq_domain.identity import assign_random_key, check_stored, collapse_batch, identity_key
-from hq_domain.jobs import TERMINAL_REQUEUEABLE, Job, JobSpec, JobStatus
+from hq_domain.jobs import Job, JobSpec, JobStatus
 from hq_domain.ports import JobPage
 from hq_domain.projects import ProjectPut, ProjectSummary, apply_put, require_enqueue_allowed
 from hq_domain.validation import check_identity_id
@@ -98,17 +99,8 @@ def _add(
         external_id=spec.id,
         spec=_stored_spec(spec),
         random_key=assign_random_key(spec),
-        status=JobStatus.TODO,
-        attempt_id=None,
-        worker_id=None,
-        lease_expires_at=None,
-        reset_count=0,
-        outcome=None,
-        artifact_receipts=[],
-        execution_error=None,
         created_at=now_s,
-        updated_at=now_s,
-        completed_at=None,
+        **lifecycle.enqueue(now_s).written(),
     )
     state.add_job(job, key)
 
@@ -144,19 +136,13 @@ def get_job(state: MemoryState, project_id: str, job_id: int) -> Job | None:
 
 def requeue_job(state: MemoryState, project_id: str, job_id: int, now_ns: int) -> None:
     job = state.find_job(project_id, job_id)
-    if job is None or job.status not in TERMINAL_REQUEUEABLE:
+    if job is None or not lifecycle.requeueable(job.status):
         raise InvalidRequest("job is not failed or reset_exhausted")
-    state.set_status(job, JobStatus.TODO)
-    job.reset_count = 0
-    job.outcome = None
-    job.execution_error = None
-    job.artifact_receipts = []
-    job.completed_at = None
-    job.updated_at = seconds(now_ns)
+    state.apply(job, lifecycle.requeue(seconds(now_ns)))
 
 
 def delete_job(state: MemoryState, project_id: str, job_id: int) -> None:
     job = state.find_job(project_id, job_id)
-    if job is None or job.status is JobStatus.WIP:
+    if job is None or not lifecycle.deletable(job.status):
         raise InvalidRequest("job not found or is WIP")
     state.remove_job(job, state.identity_of(job))

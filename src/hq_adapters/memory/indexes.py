@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterable, Mapping
 
-from hq_domain.jobs import JOB_TYPES, Job, JobStatus
+from hq_domain.jobs import JOB_TYPES, Job, JobStatus, type_accepted
 from hq_domain.projects import ClaimOrder
 from hq_domain.worker import order_key
 
@@ -18,7 +18,8 @@ Entry = tuple[int, int]  # (created_at | random_key | lease_expires_at, job_id)
 
 
 class TodoQueues:
-    """Todo rows by claim position, one heap per (claim order, effective type)."""
+    """Todo rows by claim position, one heap per (claim order, effective type); a claim reads
+    the heaps of the types its ``accept_types`` accepts (hq_domain.jobs.type_accepted)."""
 
     __slots__ = ("_heaps", "_size")
 
@@ -35,7 +36,8 @@ class TodoQueues:
         self._size += len(ClaimOrder)
 
     def _live_heaps(self, order: ClaimOrder, types: Iterable[str], jobs: Mapping[int, Job]) -> list[list[Entry]]:
-        heaps = [self._heaps[(order, t)] for t in dict.fromkeys(types or JOB_TYPES)]
+        accept = tuple(types)
+        heaps = [self._heaps[(order, t)] for t in JOB_TYPES if type_accepted(t, accept)]
         for h in heaps:
             while h and not _is_todo(jobs.get(h[0][1])):
                 heapq.heappop(h)
@@ -60,6 +62,11 @@ class TodoQueues:
                 seen.add(job_id)
                 out.append(jobs[job_id])
         return out
+
+    @property
+    def size(self) -> int:
+        """Entries held, live and stale (each todo row has one per claim order)."""
+        return self._size
 
     def needs_rebuild(self, todo_count: int) -> bool:
         return self._size > 4 * todo_count + 256

@@ -123,13 +123,20 @@ class MemoryState:
     def summary(self, project_id: str) -> ProjectSummary:
         return ProjectSummary(self.projects[project_id], self.counts(project_id))
 
+    def apply(self, job: Job, changes: lifecycle.Changes) -> None:
+        """Write a transition's fields (hq_domain.lifecycle); status and lease go through
+        :meth:`set_status` and :meth:`set_lease`, which keep the indexes."""
+        for name, value in changes.written().items():
+            if name == "status":
+                self.set_status(job, value)
+            elif name == "lease_expires_at" and value is not None:
+                self.set_lease(job, value)
+            else:
+                setattr(job, name, value)
+
     def expire(self, job: Job, max_resets: int, now_s: int) -> None:
         """Reset one expired WIP row (spec §2.3): completed_at and execution_error kept."""
-        t = lifecycle.on_expiry(job.reset_count, max_resets)
-        self.set_status(job, t.status)
-        job.reset_count = t.reset_count
-        clear_attempt(job)
-        job.updated_at = now_s
+        self.apply(job, lifecycle.expire(job.reset_count, max_resets, job.worker_id, now_s))
 
     def pop_expired(self, project_id: str, now_s: int, limit: int) -> list[Job]:
         """Up to ``limit`` expired WIP rows of one project, oldest deadline first; the caller
@@ -151,14 +158,6 @@ class MemoryState:
     def identity_of(self, job: Job) -> str | bytes | None:
         project = self.projects[job.project_id]
         return identity_key(JobSpec(value=job.value, id=job.external_id), project.identity_mode)
-
-
-def clear_attempt(job: Job) -> None:
-    """End the attempt (complete, fail or expiry), remembering whose it was."""
-    job.last_worker_id = job.worker_id
-    job.attempt_id = None
-    job.worker_id = None
-    job.lease_expires_at = None
 
 
 def copy_job(job: Job) -> Job:

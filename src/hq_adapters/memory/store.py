@@ -9,11 +9,19 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
-from hq_adapters.memory import admin_ops, observe_ops, user_ops, web_ops, worker_ops
+from hq_adapters.memory import (
+    admin_ops,
+    monitor_ops,
+    observe_ops,
+    user_ops,
+    web_ops,
+    worker_ops,
+)
 from hq_adapters.memory.state import MemoryState
 from hq_domain.clock import Clock, seconds
 from hq_domain.ids import is_id
 from hq_domain.jobs import Job, JobSpec, JobStatus
+from hq_domain.monitoring import MonitorSnapshot
 from hq_domain.ports import Gated, JobPage, WorkerMapping
 from hq_domain.progress import FailureGroup, HistoryPoint, WorkerActivity
 from hq_domain.projects import Project, ProjectPut, ProjectSummary
@@ -221,6 +229,17 @@ class MemoryStore:
             return len(expired[:n])
 
         return await self._run(sweep)
+
+    async def prune_claim_buckets(self, before_ms: int) -> int:
+        return await self._run(lambda _: monitor_ops.prune_claim_buckets(self.state, before_ms))
+
+    # --- monitor ----------------------------------------------------------------------------
+    async def monitor_snapshot(self, window_s: int, bucket_window_s: int) -> MonitorSnapshot:
+        return await self._run(
+            lambda now: monitor_ops.monitor_snapshot(
+                self.state, seconds(now), window_s, bucket_window_s
+            )
+        )
 
     # --- observe (issue 14) -----------------------------------------------------------------
     async def ping(self, timeout_s: float) -> None:

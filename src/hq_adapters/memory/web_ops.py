@@ -8,7 +8,14 @@ from hq_adapters.memory.state import MemoryState, SessionRow
 from hq_domain.clock import seconds
 from hq_domain.errors import NotFound, PermissionDenied
 from hq_domain.ports import WorkerMapping
-from hq_domain.users import Role, User, UserStatus, github_id_taken, roles_after_admin_login
+from hq_domain.users import (
+    User,
+    UserStatus,
+    first_github_login,
+    github_id_taken,
+    github_user_key,
+    roles_after_admin_login,
+)
 
 
 def create_session(
@@ -44,18 +51,19 @@ def _by_github_id(state: MemoryState, github_user_id: int) -> User | None:
 def _claim_github_id(state: MemoryState, github_user_id: int) -> None:
     """``gh_<id>`` belongs to GitHub user ``id``: an unlinked local row of that id is not taken
     over (it may hold a machine token and history); the sign-in is refused instead."""
-    local = state.users.get(f"gh_{github_user_id}")
+    local = state.users.get(github_user_key(github_user_id))
     if local is not None and local.github_user_id != github_user_id:
         raise PermissionDenied(github_id_taken(github_user_id))
 
 
 def _new_github_user(
-    github_user_id: int, login: str, avatar_url: str, status: UserStatus, role: Role, now_s: int
+    github_user_id: int, login: str, avatar_url: str, team_member: bool, now_s: int
 ) -> User:
+    status, roles = first_github_login(team_member)
     return User(
-        id=f"gh_{github_user_id}",
+        id=github_user_key(github_user_id),
         status=status,
-        roles=(role,),
+        roles=roles,
         github_user_id=github_user_id,
         github_login=login,
         github_avatar_url=avatar_url,
@@ -74,9 +82,7 @@ def upsert_github_admin(
     user = _by_github_id(state, github_user_id)
     if user is None:
         _claim_github_id(state, github_user_id)
-        user = _new_github_user(
-            github_user_id, login, avatar_url, UserStatus.ACTIVE, Role.ADMIN, now_s
-        )
+        user = _new_github_user(github_user_id, login, avatar_url, True, now_s)
     else:
         user = replace(
             user,
@@ -99,9 +105,7 @@ def upsert_github_worker(
     user = _by_github_id(state, github_user_id)
     if user is None:
         _claim_github_id(state, github_user_id)
-        user = _new_github_user(
-            github_user_id, login, avatar_url, UserStatus.PENDING, Role.WORKER, now_s
-        )
+        user = _new_github_user(github_user_id, login, avatar_url, False, now_s)
     else:
         user = replace(
             user,

@@ -7,7 +7,7 @@ import copy
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from hq_adapters.memory.state import ClaimBucketRow, MemoryState, clear_attempt
+from hq_adapters.memory.state import ClaimBucketRow, MemoryState
 from hq_domain import lifecycle, ratelimit
 from hq_domain.clock import millis, seconds
 from hq_domain.errors import NotFound, PermissionDenied, ProjectDispatchRateLimited
@@ -91,14 +91,11 @@ def claim(
     lease = now_s + request.lease_seconds
     claimed: list[ClaimedJob] = []
     for job in chosen:
-        state.set_status(job, JobStatus.WIP)
-        job.attempt_id = new_attempt_id()
-        job.worker_id = request.worker_id
-        state.set_lease(job, lease)
-        job.updated_at = now_s
+        attempt_id = new_attempt_id()
+        state.apply(job, lifecycle.claim(attempt_id, request.worker_id, lease, now_s))
         claimed.append(
             ClaimedJob(
-                job.job_id, job.attempt_id, lease, job.value, job.external_id, copy.deepcopy(job.spec)
+                job.job_id, attempt_id, lease, job.value, job.external_id, copy.deepcopy(job.spec)
             )
         )
 
@@ -116,14 +113,11 @@ def claim(
 def _matching(
     state: MemoryState, project_id: str, worker_id: str, ref: AttemptRef, now_s: int
 ) -> Job | None:
-    """The row an item may mutate: same project, wip, same attempt and worker, live lease."""
+    """The row an item may mutate: same project, and the item holds its attempt."""
     job = state.find_job(project_id, ref.job_id)
-    if (
-        job is None
-        or job.status is not JobStatus.WIP
-        or job.attempt_id != ref.attempt_id
-        or job.worker_id != worker_id
-        or not lifecycle.lease_live(job.lease_expires_at, now_s)
+    if job is None or not lifecycle.holds(
+        job.status, job.attempt_id, job.worker_id, job.lease_expires_at, ref.attempt_id,
+        worker_id, now_s,
     ):
         return None
     return job
@@ -145,12 +139,10 @@ def _mutate(
     project = checked_project(state, user_id, project_id, op)
     now_s = seconds(now_ns)
     state.workers[worker_id] = user_id
-    seen: set[tuple[int, str]] = set()
+    firsts = lifecycle.first_items((item.job_id, item.attempt_id) for item in items)
     results: list[ItemResult] = []
-    for item in items:
-        pair = (item.job_id, item.attempt_id)
-        job = None if pair in seen else _matching(state, project_id, worker_id, item, now_s)  # type: ignore[arg-type]
-        seen.add(pair)
+    for item, first in zip(items, firsts, strict=True):
+        job = _matching(state, project_id, worker_id, item, now_s) if first else None  # type: ignore[arg-type]
         if job is None:
             results.append(ItemResult(item.job_id, item.attempt_id, applied=False))
         else:
@@ -168,13 +160,11 @@ def complete(
 ) -> list[ItemResult]:
     def apply(project: Project, job: Job, item: object, now_s: int) -> ItemResult:
         assert isinstance(item, CompleteItem)
-        state.set_status(job, JobStatus.DONE)
-        clear_attempt(job)
-        job.outcome = copy.deepcopy(item.outcome.to_json())
         receipts = item.artifact_receipts
-        job.artifact_receipts = None if receipts is None else [r.to_json() for r in receipts]
-        job.execution_error = None
-        job.updated_at = job.completed_at = now_s
+        state.apply(job, lifecycle.complete(
+            job.worker_id, copy.deepcopy(item.outcome.to_json()),
+            None if receipts is None else [r.to_json() for r in receipts], now_s,
+        ))
         return ItemResult(item.job_id, item.attempt_id, applied=True, job_status=JobStatus.DONE)
 
     return _mutate(state, user_id, project_id, worker_id, WorkerOp.COMPLETE, items, now_ns, apply)
@@ -190,14 +180,12 @@ def fail(
 ) -> list[ItemResult]:
     def apply(project: Project, job: Job, item: object, now_s: int) -> ItemResult:
         assert isinstance(item, FailItem)
-        t = lifecycle.on_fail(item.retryable, job.reset_count, project.max_resets, now_s)
-        state.set_status(job, t.status)
-        clear_attempt(job)
-        job.reset_count = t.reset_count
-        job.completed_at = t.completed_at  # type: ignore[assignment]  # never KEEP for fail
-        job.execution_error = copy.deepcopy(item.error.to_json())
-        job.updated_at = now_s
-        return ItemResult(item.job_id, item.attempt_id, applied=True, job_status=t.status)
+        change = lifecycle.fail(
+            item.retryable, job.reset_count, project.max_resets, job.worker_id,
+            copy.deepcopy(item.error.to_json()), now_s,
+        )
+        state.apply(job, change)
+        return ItemResult(item.job_id, item.attempt_id, applied=True, job_status=job.status)
 
     return _mutate(state, user_id, project_id, worker_id, WorkerOp.FAIL, items, now_ns, apply)
 
@@ -214,8 +202,7 @@ def extend_lease(
     def apply(project: Project, job: Job, item: object, now_s: int) -> ItemResult:
         assert isinstance(item, AttemptRef)
         deadline = now_s + extend_seconds
-        state.set_lease(job, max(job.lease_expires_at or 0, deadline))
-        job.updated_at = now_s
+        state.apply(job, lifecycle.extend(job.lease_expires_at, extend_seconds, now_s))
         return ItemResult(
             item.job_id, item.attempt_id, applied=True, job_status=JobStatus.WIP,
             lease_expires_at=deadline,

@@ -14,12 +14,12 @@ the failed plain attempt once, not per batch; a checked batch that finds none cl
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence, Set
 
 import asyncpg
 
 from hq_adapters.postgres import rows
-from hq_adapters.postgres.base import StoreBase
+from hq_adapters.postgres.database import Database
 from hq_adapters.postgres.queries import q
 from hq_domain.errors import IdentityConflict, NotFound
 from hq_domain.identity import DIFFERENT_SPEC, DIGEST_COLLISION, assign_random_keys, collapse_batch
@@ -43,7 +43,21 @@ class _IdentityExists(Exception):
     """The plain insert met an existing identity: redo the transaction with checks."""
 
 
-class EnqueueMixin(StoreBase):
+class PostgresEnqueue:
+    """The enqueue half of AdminPort (``enqueue``, ``enqueue_batches``)."""
+
+    def __init__(self, db: Database, *, existing_identity_hints: Iterable[str] = ()) -> None:
+        """``existing_identity_hints``: projects whose next enqueue goes straight to the
+        checking statement (tests use it to run that statement first)."""
+        self._db = db
+        # Projects whose last enqueued batch met existing identities (see the module doc).
+        self._existing_identities: set[str] = set(existing_identity_hints)
+
+    @property
+    def existing_identity_hints(self) -> Set[str]:
+        """The projects whose next enqueue starts with the checking statement (read-only)."""
+        return frozenset(self._existing_identities)
+
     async def enqueue(self, project_id: str, jobs: Sequence[JobSpec]) -> int:
         return (await self.enqueue_batches(project_id, [jobs]))[0]
 
@@ -72,7 +86,7 @@ class EnqueueMixin(StoreBase):
         *,
         checked: bool,
     ) -> list[int]:
-        async with self._tx() as conn:
+        async with self._db.transaction() as conn:
             found = await conn.fetchrow(q("enqueue_project"), project_id)
             if found is None:
                 raise NotFound("project not found")
@@ -81,6 +95,8 @@ class EnqueueMixin(StoreBase):
             mode = project.identity_mode
             if mode is IdentityMode.NONE:
                 checked = False  # nothing to check, nothing can exist
+            if not checked:
+                await conn.execute(q("enqueue_plan_settings"))
             out = []
             for jobs in batches:
                 for job in jobs:
@@ -114,7 +130,7 @@ class EnqueueMixin(StoreBase):
     ) -> int:
         try:
             await conn.execute(
-                q("enqueue_insert_plain"), project_id, *self._arrays(mode, batch), self._now_s()
+                q("enqueue_insert_plain"), project_id, *self._arrays(mode, batch), self._db.now_s()
             )
         except asyncpg.UniqueViolationError as exc:
             if len(hints) >= _MAX_HINTS:
@@ -141,7 +157,7 @@ class EnqueueMixin(StoreBase):
             insert, recheck = q("enqueue_insert_unique_value"), q("enqueue_conflict_unique_value")
             identities = digests
         row = await conn.fetchrow(
-            insert, project_id, identities, values, keys, specs, self._now_s()
+            insert, project_id, identities, values, keys, specs, self._db.now_s()
         )
         assert row is not None
         inserted: int = row["inserted"]

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import asyncpg
-
-from hq_adapters.postgres.base import StoreBase
+from hq_adapters.postgres.database import Database, row_count
 from hq_adapters.postgres.queries import q
-from hq_adapters.postgres.rows import load
+from hq_adapters.postgres.rows import history_point, load
+from hq_domain.ids import machine_token_digest
 from hq_domain.progress import (
     HOUR_RETENTION_S,
     HOUR_S,
@@ -17,45 +16,50 @@ from hq_domain.progress import (
     group_failures,
     minute_of,
 )
-from hq_domain.projects import JobCounts
+
+_PROBE_TOKEN = machine_token_digest("hq-readiness-probe-not-a-token")
+_PROBE_PROJECT = "readyz-probe"
 
 
-def _point(r: asyncpg.Record) -> HistoryPoint:
-    return HistoryPoint(
-        r["minute_s"],
-        JobCounts(r["todo"], r["wip"], r["done"], r["failed"], r["reset_exhausted"]),
-    )
+class PostgresObserve:
+    def __init__(self, db: Database) -> None:
+        self._db = db
 
+    async def ping(self, timeout_s: float) -> None:
+        """Run the first statement of every worker request (the token and project gate)
+        through the pool, exactly as a request would: same connections, same prepared or
+        unnamed statement path. Raises on failure; cancelled server-side after ``timeout_s``."""
+        await self._db.pool.fetchrow(
+            q("worker_gate"), _PROBE_TOKEN, _PROBE_PROJECT, timeout=timeout_s
+        )
 
-class ObserveMixin(StoreBase):
     async def fold_counts(self) -> int:
-        status = await self._execute("fold_job_counts")
-        return int(status.rsplit(" ", 1)[-1])
+        return row_count(await self._db.execute("fold_job_counts"))
 
     async def record_history(self) -> int:
-        now_s = self._now_s()
-        async with self._tx() as conn:
+        now_s = self._db.now_s()
+        async with self._db.transaction() as conn:
             status = await conn.execute(q("record_history"), minute_of(now_s))
             await conn.execute(
                 q("prune_history"), HOUR_S, now_s - MINUTE_RETENTION_S, now_s - HOUR_RETENTION_S
             )
-        return int(status.rsplit(" ", 1)[-1])
+        return row_count(status)
 
     async def project_history(self, project_id: str, since_s: int) -> list[HistoryPoint]:
-        return [_point(r) for r in await self._fetch("project_history", project_id, since_s)]
+        return [history_point(r) for r in await self._db.fetch("project_history", project_id, since_s)]
 
     async def all_history(self, since_s: int) -> dict[str, list[HistoryPoint]]:
         out: dict[str, list[HistoryPoint]] = {}
-        for r in await self._fetch("all_history", since_s):
-            out.setdefault(r["project_id"], []).append(_point(r))
+        for r in await self._db.fetch("all_history", since_s):
+            out.setdefault(r["project_id"], []).append(history_point(r))
         return out
 
     async def recent_failures(self, project_id: str, sample: int) -> list[FailureGroup]:
-        rows = await self._fetch("recent_failures", project_id, sample)
+        rows = await self._db.fetch("recent_failures", project_id, sample)
         return group_failures([(r["job_id"], load(r["execution_error"])) for r in rows])
 
     async def worker_activity(self, project_id: str | None, since_s: int) -> list[WorkerActivity]:
-        rows = await self._fetch("worker_activity", since_s * 1000, project_id)
+        rows = await self._db.fetch("worker_activity", since_s * 1000, project_id)
         return [
             WorkerActivity(
                 worker_id=r["worker_id"], user_id=r["user_id"], project_id=r["project_id"],
@@ -66,6 +70,6 @@ class ObserveMixin(StoreBase):
         ]
 
     async def queue_health(self) -> dict[str, tuple[int | None, int]]:
-        oldest = {r["project_id"]: r["oldest_created_at"] for r in await self._fetch("oldest_todo_all")}
-        expired = {r["project_id"]: r["n"] for r in await self._fetch("expired_wip_all", self._now_s())}
+        oldest = {r["project_id"]: r["oldest_created_at"] for r in await self._db.fetch("oldest_todo_all")}
+        expired = {r["project_id"]: r["n"] for r in await self._db.fetch("expired_wip_all", self._db.now_s())}
         return {pid: (oldest[pid], int(expired.get(pid, 0))) for pid in oldest}

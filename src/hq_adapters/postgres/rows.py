@@ -17,6 +17,7 @@ import asyncpg
 import msgspec
 
 from hq_domain.jobs import ClaimedJob, Job, JobStatus
+from hq_domain.progress import HistoryPoint
 from hq_domain.projects import (
     ClaimOrder,
     IdentityMode,
@@ -145,6 +146,14 @@ def project_params(p: Project) -> tuple[Any, ...]:
         p.recommended_lease_seconds,
         p.created_at,
         p.updated_at,
+    )
+
+
+def history_point(r: asyncpg.Record) -> HistoryPoint:
+    """One count snapshot (migration 0005) of ``project_history`` / ``all_history``."""
+    return HistoryPoint(
+        r["minute_s"],
+        JobCounts(r["todo"], r["wip"], r["done"], r["failed"], r["reset_exhausted"]),
     )
 
 

@@ -1,8 +1,9 @@
 -- The schema the code expects: what the migration chain produces on an empty database
 -- (tests/integration/test_migrations.py compares the two). Table and column names are the
 -- reference implementation's (spec §2.12). Times are UNIX seconds unless named *_ns / *_ms.
--- The worker hot path's functions (migration 0006) are not repeated here: their bodies are the
--- sql/worker_ops.sql blocks (tests/integration/test_generic_plans.py compares them).
+-- The worker hot path's functions (migration 0006, replaced by 0008) are not repeated here:
+-- their bodies are the sql/worker_ops.sql blocks (tests/integration/test_generic_plans.py
+-- compares them). The rule functions those blocks call (migration 0008) are, at the end.
 
 CREATE TABLE tracker_schema_migrations (
     version bigint PRIMARY KEY,
@@ -98,8 +99,10 @@ CREATE INDEX tracker_jobs_expired_order_idx
     ON tracker_jobs (project_id, lease_expires_at, job_id) WHERE status = 'wip';
 CREATE INDEX tracker_jobs_lease_sweep_order_idx
     ON tracker_jobs (lease_expires_at, job_id) WHERE status = 'wip';
-CREATE INDEX tracker_jobs_project_status_idx
-    ON tracker_jobs (project_id, status, job_id);
+CREATE INDEX tracker_jobs_project_job_idx
+    ON tracker_jobs (project_id, job_id) WHERE project_id IS NOT NULL;
+CREATE INDEX tracker_jobs_failures_idx
+    ON tracker_jobs (project_id, status, job_id) WHERE status IN ('failed', 'reset_exhausted');
 
 CREATE TABLE tracker_worker_claim_buckets (
     project_id text NOT NULL REFERENCES tracker_projects (id) ON DELETE CASCADE,
@@ -143,3 +146,57 @@ CREATE TABLE tracker_project_history (
     reset_exhausted bigint NOT NULL,
     PRIMARY KEY (project_id, minute_s)
 );
+
+-- The rules SQL evaluates inside a statement, one inlinable function each (migration 0008
+-- explains them; tests/integration/test_rule_agreement.py ties each to its hq_domain function).
+-- hq_domain.users.is_active_worker: the worker routes' user check.
+CREATE OR REPLACE FUNCTION tracker_rule_active_worker(status text, roles text[])
+RETURNS boolean LANGUAGE sql IMMUTABLE AS $fn$
+SELECT status = 'active' AND 'worker' = ANY (roles)
+$fn$;
+
+-- hq_domain.jobs.job_type: a job's type for claims and filters, `seed` when its spec has none.
+CREATE OR REPLACE FUNCTION tracker_rule_job_type(spec jsonb)
+RETURNS text LANGUAGE sql IMMUTABLE AS $fn$
+SELECT COALESCE(spec->>'type', 'seed')
+$fn$;
+
+-- hq_domain.jobs.type_accepted: a claim's accept_types filter (empty accepts every type).
+CREATE OR REPLACE FUNCTION tracker_rule_type_accepted(spec jsonb, accept_types text[])
+RETURNS boolean LANGUAGE sql IMMUTABLE AS $fn$
+SELECT cardinality(accept_types) = 0 OR tracker_rule_job_type(spec) = ANY (accept_types)
+$fn$;
+
+-- hq_domain.lifecycle.after_reset: the status after a reset (retryable failure or lease
+-- expiry), reset_exhausted once reset_count + 1 exceeds max_resets.
+CREATE OR REPLACE FUNCTION tracker_rule_reset_status(reset_count integer, max_resets integer)
+RETURNS text LANGUAGE sql IMMUTABLE AS $fn$
+SELECT CASE WHEN reset_count + 1 > max_resets THEN 'reset_exhausted' ELSE 'todo' END
+$fn$;
+
+-- hq_domain.lifecycle.fail: the status an applied failure leaves (failed, or a reset).
+CREATE OR REPLACE FUNCTION tracker_rule_fail_status(
+    retryable boolean, reset_count integer, max_resets integer)
+RETURNS text LANGUAGE sql IMMUTABLE AS $fn$
+SELECT CASE WHEN retryable THEN tracker_rule_reset_status(reset_count, max_resets)
+            ELSE 'failed' END
+$fn$;
+
+-- hq_domain.lifecycle.first_items: the items of a complete/fail/extend batch that may apply,
+-- the first occurrence of each (job_id, attempt_id) pair (a repeat is rejected), with their
+-- 1-based positions (ord) in the batch.
+CREATE OR REPLACE FUNCTION tracker_rule_first_items(job_ids bigint[], attempt_ids text[])
+RETURNS TABLE (job_id bigint, attempt_id text, ord bigint)
+LANGUAGE sql IMMUTABLE AS $fn$
+SELECT DISTINCT ON (i.job_id, i.attempt_id) i.job_id, i.attempt_id, i.ord
+FROM unnest(job_ids, attempt_ids) WITH ORDINALITY AS i(job_id, attempt_id, ord)
+ORDER BY i.job_id, i.attempt_id, i.ord
+$fn$;
+
+-- hq_domain.users.roles_after_admin_login: an admin-team sign-in adds admin to the roles,
+-- sorted by code point and unique.
+CREATE OR REPLACE FUNCTION tracker_rule_admin_login_roles(roles text[])
+RETURNS text[] LANGUAGE sql IMMUTABLE AS $fn$
+SELECT ARRAY(SELECT DISTINCT r COLLATE "C" FROM unnest(roles || '{admin}'::text[]) AS r
+             ORDER BY 1)
+$fn$;

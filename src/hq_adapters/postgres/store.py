@@ -1,5 +1,10 @@
 """The asyncpg implementation of :class:`hq_domain.ports.Store`, and how its pool connects.
 
+:class:`PostgresStore` is a composition: one class per port (``worker.py``, ``admin.py``,
+``enqueue.py``, ``users.py``, ``web.py``, ``observe.py``) over one shared
+:class:`~hq_adapters.postgres.database.Database` (pool and clock), each taking its own options
+explicitly. The store exposes them as attributes and binds each port method from its class.
+
 Two connection modes (``pooler``):
 
 * ``"none"`` (direct to PostgreSQL, the default): ``plan_cache_mode = force_custom_plan`` is
@@ -23,23 +28,35 @@ arrived.
 from __future__ import annotations
 
 import enum
+import inspect
 from typing import Any
 
 import asyncpg
 
-from hq_adapters.postgres.admin import AdminMixin
-from hq_adapters.postgres.enqueue import EnqueueMixin
-from hq_adapters.postgres.observe import ObserveMixin
-from hq_adapters.postgres.queries import q
-from hq_adapters.postgres.users import UsersMixin
-from hq_adapters.postgres.web import WebMixin
-from hq_adapters.postgres.worker import WorkerMixin
+from hq_adapters.postgres.admin import PostgresProjects
+from hq_adapters.postgres.database import Database
+from hq_adapters.postgres.enqueue import PostgresEnqueue
+from hq_adapters.postgres.maintenance import PostgresMaintenance
+from hq_adapters.postgres.monitor import PostgresMonitor
+from hq_adapters.postgres.observe import PostgresObserve
+from hq_adapters.postgres.users import PostgresAuth, PostgresUsers
+from hq_adapters.postgres.web import PostgresWeb
+from hq_adapters.postgres.worker import PostgresWorker
 from hq_domain.clock import Clock
-from hq_domain.ids import machine_token_digest
+from hq_domain.ports import (
+    AuthPort,
+    EnqueuePort,
+    MaintenancePort,
+    MonitorPort,
+    ObservePort,
+    ProjectsPort,
+    UsersPort,
+    WebPort,
+    WorkerPort,
+)
+from hq_domain.worker import CLAIM_SWEEP_LIMIT
 
 PLAN_CACHE_MODE = "force_custom_plan"
-_PROBE_TOKEN = machine_token_digest("hq-readiness-probe-not-a-token")
-_PROBE_PROJECT = "readyz-probe"
 POOLER_ENV = "HQ_DATABASE_POOLER"
 
 
@@ -68,16 +85,58 @@ _HINT = (
 )
 
 
-class PostgresStore(WorkerMixin, AdminMixin, EnqueueMixin, UsersMixin, WebMixin, ObserveMixin):
-    """Every port over one asyncpg pool; time comes only from the injected clock."""
+def port_methods(port: type) -> list[str]:
+    """The public methods a port protocol declares, its own and inherited."""
+    return [
+        name
+        for klass in reversed(port.__mro__)
+        for name, value in vars(klass).items()
+        if inspect.isfunction(value) and not name.startswith("_")
+    ]
 
-    async def ping(self, timeout_s: float) -> None:
-        """Run the first statement of every worker request (the token and project gate)
-        through the pool, exactly as a request would: same connections, same prepared or
-        unnamed statement path. Raises on failure; cancelled server-side after ``timeout_s``."""
-        await self._pool.fetchrow(
-            q("worker_gate"), _PROBE_TOKEN, _PROBE_PROJECT, timeout=timeout_s
-        )
+
+class PostgresStore:
+    """Every port over one asyncpg pool; time comes only from the injected clock.
+
+    The per-port objects are public attributes (``store.worker.claim_orders``, a worker with
+    other options over ``store.database``); each port method of the store *is* the bound
+    method of its object, set at construction, so calling ``store.claim`` costs what calling
+    ``store.worker.claim`` does.
+    """
+
+    def __init__(
+        self, pool: asyncpg.Pool, clock: Clock, *, claim_sweep_limit: int = CLAIM_SWEEP_LIMIT
+    ) -> None:
+        self.database = db = Database(pool, clock)
+        self.auth = PostgresAuth(db)
+        self.worker = PostgresWorker(db, claim_sweep_limit=claim_sweep_limit)
+        self.maintenance = PostgresMaintenance(db)
+        self.monitor = PostgresMonitor(db)
+        self.projects = PostgresProjects(db)
+        self.enqueuing = PostgresEnqueue(db)
+        self.users = PostgresUsers(db)
+        self.observe = PostgresObserve(db)
+        self.web = PostgresWeb(db)
+        for part, port in (
+            (self.auth, AuthPort),
+            (self.worker, WorkerPort),
+            (self.maintenance, MaintenancePort),
+            (self.monitor, MonitorPort),
+            (self.projects, ProjectsPort),
+            (self.enqueuing, EnqueuePort),
+            (self.users, UsersPort),
+            (self.observe, ObservePort),
+            (self.web, WebPort),
+        ):
+            for name in port_methods(port):
+                setattr(self, name, getattr(part, name))
+
+    async def close(self) -> None:
+        await self.database.close()
+
+    def pool_stats(self) -> tuple[int, int]:
+        """(open connections, idle connections) of the pool, for the metrics gauge."""
+        return self.database.pool_stats()
 
 
 async def keep_session(conn: asyncpg.Connection) -> None:
@@ -113,20 +172,25 @@ def pool_options(pooler: Pooler, overrides: dict[str, Any]) -> dict[str, Any]:
 
 
 def one_shot_options() -> dict[str, Any]:
-    """Options for a single-connection command (migrate, monitor, prune): no startup parameter
+    """Options for a single-connection command (migrate): no startup parameter
     and unnamed statements only, so it runs the same direct or through a transaction pooler
     (its statements are few; re-parsing them costs nothing measurable)."""
     return {"statement_cache_size": 0}
 
 
 async def connect(
-    dsn: str, clock: Clock, *, pooler: Pooler | str = Pooler.NONE, **pool_kwargs: Any
+    dsn: str,
+    clock: Clock,
+    *,
+    pooler: Pooler | str = Pooler.NONE,
+    claim_sweep_limit: int = CLAIM_SWEEP_LIMIT,
+    **pool_kwargs: Any,
 ) -> PostgresStore:
-    """A store over a new pool (``close()`` closes it). Migrations are run separately."""
+    """A store over a new pool (``close()`` closes it). Migrations are run separately.
+
+    ``pooler`` and ``claim_sweep_limit`` configure the store; every other keyword argument
+    goes to :func:`asyncpg.create_pool`."""
     mode = parse_pooler(pooler) if isinstance(pooler, str) else pooler
-    store_kwargs = {
-        k: pool_kwargs.pop(k) for k in ("claim_sweep_limit",) if k in pool_kwargs
-    }
     pool_kwargs.setdefault("reset", keep_session)
     try:
         pool = await asyncpg.create_pool(dsn, **pool_options(mode, pool_kwargs))
@@ -134,4 +198,4 @@ async def connect(
         if "startup parameter" in str(exc):
             raise PoolerMismatch(f"{exc}: {_HINT}") from exc
         raise
-    return PostgresStore(pool, clock, **store_kwargs)
+    return PostgresStore(pool, clock, claim_sweep_limit=claim_sweep_limit)

@@ -1,11 +1,13 @@
 """The worker API (spec §2.4, §1.7.10–1.7.15) and the background expiry sweep (D2).
 
-Fast path: complete, fail, extend-lease and the common claim (unlimited, unaudited project)
-are each one autocommit statement (``*_op`` in ``sql/worker_ops.sql``) that re-reads user and
-project, upserts the worker mapping and does the work, or writes nothing when a check fails
-or the claim needs more (token bucket, audit, other claim order). Then the general path runs:
-one transaction with a context statement (user, project, worker mapping) and one set-based
-statement per step — never a round trip per job (D6) — which raises the spec's errors.
+Complete, fail and extend-lease are each one autocommit statement (``*_op`` in
+``sql/worker_ops.sql``) that re-reads user and project, upserts the worker mapping and does the
+work, or writes nothing when a check fails; then the checks are re-read to raise the spec's
+error (see :meth:`PostgresWorker._declined`). The common claim (unlimited, unaudited project)
+is one such statement too; when it declines (a failed check, token bucket, audit, other claim
+order) the general claim runs: one transaction with a context statement (user, project,
+worker mapping) and one set-based statement per step — never a round trip per job (D6) —
+which raises the spec's errors.
 
 Batches of at most ``GENERIC_PLAN_MAX_ITEMS`` run the one-statement forms, and every request
 its gate read, through migration 0006's functions, whose plans PostgreSQL caches (generic,
@@ -16,14 +18,14 @@ per execution with their actual size.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, TypeVar
 
 import asyncpg
 
 from hq_adapters.postgres import rows
-from hq_adapters.postgres.base import StoreBase
-from hq_adapters.postgres.errors import translated
+from hq_adapters.postgres.database import Database
 from hq_adapters.postgres.queries import q
 from hq_domain import ratelimit
 from hq_domain.clock import millis, seconds
@@ -41,6 +43,7 @@ from hq_domain.projects import (
 )
 from hq_domain.users import Principal, UserStatus, require_worker
 from hq_domain.worker import (
+    CLAIM_SWEEP_LIMIT,
     UNLIMITED_RETRY_AFTER_MS,
     AttemptRef,
     ClaimRequest,
@@ -54,7 +57,8 @@ from hq_domain.worker import (
 )
 
 R = TypeVar("R")
-_ALLOWED = {op: [s.value for s in ProjectStatus if op_allowed(s, op)] for op in WorkerOp}
+ALLOWED_STATUSES = {op: [s.value for s in ProjectStatus if op_allowed(s, op)] for op in WorkerOp}
+"""Per worker operation, the project statuses that allow it (bound to the statements' checks)."""
 _CLAIM_SQL = {ClaimOrder.FIFO: "claim_fifo", ClaimOrder.RANDOM: "claim_random"}
 _ATTEMPT_BYTES = 18
 
@@ -77,10 +81,6 @@ _CLAIM_OP_SQL = {
 }
 
 
-def _claim_op_sql(order: ClaimOrder, max_jobs: int) -> str:
-    return q(_CLAIM_OP_SQL[order, max_jobs <= GENERIC_PLAN_MAX_ITEMS])
-
-
 def new_attempt_ids(n: int) -> list[str]:
     """n ids in the format of :func:`hq_domain.ids.new_attempt_id`, from one urandom call."""
     raw = secrets.token_bytes(_ATTEMPT_BYTES * n)
@@ -96,11 +96,11 @@ _GATED_SQL = {
     WorkerOp.EXTEND: "gated_extend",
 }
 
-# complete/fail/extend: (one-statement form, its generic-plan call, transactional batch)
+# complete/fail/extend: (one-statement form, its generic-plan call)
 _MUTATION_SQL = {
-    WorkerOp.COMPLETE: ("complete_op", "complete_op_generic", "complete_batch"),
-    WorkerOp.FAIL: ("fail_op", "fail_op_generic", "fail_batch"),
-    WorkerOp.EXTEND: ("extend_op", "extend_op_generic", "extend_batch"),
+    WorkerOp.COMPLETE: ("complete_op", "complete_op_generic"),
+    WorkerOp.FAIL: ("fail_op", "fail_op_generic"),
+    WorkerOp.EXTEND: ("extend_op", "extend_op_generic"),
 }
 
 
@@ -192,13 +192,43 @@ def _extend_args(
     )
 
 
-class WorkerMixin(StoreBase):
+class PostgresWorker:
+    """WorkerPort over PostgreSQL.
+
+    ``claim_sweep_limit`` bounds the expired leases a claim resets (D2); batches of at most
+    ``generic_plan_max_items`` run through migration 0006's functions (0: never);
+    ``claim_orders`` seeds the per-project claim order hints (see :attr:`claim_orders`).
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        *,
+        claim_sweep_limit: int = CLAIM_SWEEP_LIMIT,
+        generic_plan_max_items: int = GENERIC_PLAN_MAX_ITEMS,
+        claim_orders: Mapping[str, ClaimOrder] | None = None,
+    ) -> None:
+        self._db = db
+        self._claim_sweep_limit = claim_sweep_limit
+        self._generic_max = generic_plan_max_items
+        # Last claim order seen per project: picks the fast claim statement to try first (the
+        # statement checks it, so a stale hint costs one round trip, never a wrong order).
+        self._claim_order_hint: dict[str, ClaimOrder] = dict(claim_orders or {})
+
+    @property
+    def claim_orders(self) -> Mapping[str, ClaimOrder]:
+        """The claim order last seen per project (read-only view): the fast claim statement
+        tried first. Learnt from the general path, which reads the project."""
+        return MappingProxyType(self._claim_order_hint)
+
     async def _context(
         self, conn: asyncpg.Connection, user_id: str, project_id: str, worker_id: str | None,
         op: WorkerOp,
     ) -> Project:
         """Re-read user and project (spec §1.6 step 8) and upsert the worker mapping."""
-        r = await conn.fetchrow(q("worker_context"), user_id, project_id, worker_id, _ALLOWED[op])
+        r = await conn.fetchrow(
+            q("worker_context"), user_id, project_id, worker_id, ALLOWED_STATUSES[op]
+        )
         if r["user_status"] is None:
             raise PermissionDenied("active worker role required")
         require_worker(UserStatus(r["user_status"]), rows.roles(r["user_roles"]))
@@ -209,55 +239,59 @@ class WorkerMixin(StoreBase):
         return project
 
     async def gate_project(self, project_id: str) -> Project | None:
-        r = await self._fetchrow("get_project", project_id)
+        r = await self._db.fetchrow("get_project", project_id)
         return None if r is None else rows.project(r)
 
     async def worker_gate(
         self, token: str, project_id: str
     ) -> tuple[Principal | None, Project | None]:
-        r = await self._fetchrow(
+        r = await self._db.fetchrow(
             "worker_gate", _token_digest(token), project_id if is_id(project_id) else None
         )
         return _principal(r), None if r["id"] is None else rows.project(r)
 
     async def policy(self, user_id: str, project_id: str) -> Project:
-        # One read-only statement (no worker_id: nothing is upserted), so no transaction.
-        with translated():
-            async with self._pool.acquire() as conn:
-                return await self._context(conn, user_id, project_id, None, WorkerOp.POLICY)
+        return await self._checked(user_id, project_id, WorkerOp.POLICY)
+
+    async def _checked(self, user_id: str, project_id: str, op: WorkerOp) -> Project:
+        """The project, if the user and project pass ``op``'s checks (else the spec's error).
+        One read-only statement (no worker_id: nothing is upserted), so no transaction."""
+        async with self._db.connection() as conn:
+            return await self._context(conn, user_id, project_id, None, op)
 
     async def claim(self, user_id: str, project_id: str, request: ClaimRequest) -> ClaimResult:
         order = self._claim_order_hint.get(project_id, ClaimOrder.FIFO)
-        now_s = self._now_s()
-        with translated():
-            found = await self._pool.fetch(
-                _claim_op_sql(order, request.max_jobs),
-                project_id,
-                list(request.accept_types),
-                request.max_jobs,
-                new_attempt_ids(request.max_jobs),
-                request.worker_id,
-                now_s + request.lease_seconds,
-                now_s,
-                user_id,
-                self._claim_sweep_limit,
-                _ALLOWED[WorkerOp.CLAIM],
-            )
+        now_s = self._db.now_s()
+        found = await self._db.fetch(
+            _CLAIM_OP_SQL[order, request.max_jobs <= self._generic_max],
+            project_id,
+            list(request.accept_types),
+            request.max_jobs,
+            new_attempt_ids(request.max_jobs),
+            request.worker_id,
+            now_s + request.lease_seconds,
+            now_s,
+            user_id,
+            self._claim_sweep_limit,
+            ALLOWED_STATUSES[WorkerOp.CLAIM],
+        )
         head = found[0]
         if not head["fast"]:
-            return await self._claim_tx(user_id, project_id, request)
+            return await self.claim_in_steps(user_id, project_id, request)
         jobs = [rows.claimed(r) for r in found if r["job_id"] is not None]
         return ClaimResult(project_id, jobs, UNLIMITED_RETRY_AFTER_MS, head["policy_version"])
 
-    async def _claim_tx(
+    async def claim_in_steps(
         self, user_id: str, project_id: str, request: ClaimRequest
     ) -> ClaimResult:
-        """The general claim: spec §2.4 step by step in one transaction."""
+        """The general claim: spec §2.4 step by step in one transaction. ``claim`` runs it when
+        the one-statement claim declines (a check failed, a dispatch-limited or audited project,
+        a stale order hint); public so tests can compare the two on the same rows."""
         limited: ProjectDispatchRateLimited | None = None
         jobs: list[ClaimedJob] = []
         retry_after = UNLIMITED_RETRY_AFTER_MS
         accept = list(request.accept_types)
-        async with self._tx() as conn:
+        async with self._db.transaction() as conn:
             project = await self._context(
                 conn, user_id, project_id, request.worker_id, WorkerOp.CLAIM
             )
@@ -269,7 +303,7 @@ class WorkerMixin(StoreBase):
                     raise NotFound("project not found")
                 project = rows.project(locked)
                 require_op_allowed(project, WorkerOp.CLAIM)
-            now_ns = self._clock.now_ns()
+            now_ns = self._db.now_ns()
             now_s = seconds(now_ns)
             plan = plan_claim(project, request.max_jobs, now_ns)
             await conn.execute(
@@ -318,13 +352,13 @@ class WorkerMixin(StoreBase):
     async def complete(
         self, user_id: str, project_id: str, worker_id: str, items: Sequence[CompleteItem]
     ) -> list[ItemResult]:
-        args = _complete_args(project_id, worker_id, items, self._now_s())
+        args = _complete_args(project_id, worker_id, items, self._db.now_s())
         return _results(items, await self._mutate(WorkerOp.COMPLETE, args, user_id))
 
     async def fail(
         self, user_id: str, project_id: str, worker_id: str, items: Sequence[FailItem]
     ) -> list[ItemResult]:
-        args = _fail_args(project_id, worker_id, items, self._now_s())
+        args = _fail_args(project_id, worker_id, items, self._db.now_s())
         return _results(items, await self._mutate(WorkerOp.FAIL, args, user_id))
 
     async def extend_lease(
@@ -335,7 +369,7 @@ class WorkerMixin(StoreBase):
         extend_seconds: int,
         items: Sequence[AttemptRef],
     ) -> list[ItemResult]:
-        args = _extend_args(project_id, worker_id, items, self._now_s(), extend_seconds)
+        args = _extend_args(project_id, worker_id, items, self._db.now_s(), extend_seconds)
         return _results(items, await self._mutate(WorkerOp.EXTEND, args, user_id), args[-1])
 
     async def _mutate(
@@ -345,20 +379,30 @@ class WorkerMixin(StoreBase):
         """Per-item resulting statuses (None = rejected) of a complete/fail/extend batch.
 
         ``args`` start with project and worker id. The one-statement form does it all in one
-        round trip (``fast_row``: its result when a gated call already ran it); when it
-        declines (a user or project check failed), the transactional path re-runs the checks,
-        raising the spec's error, then the batch statement."""
+        round trip (``fast_row``: its result when a gated call already ran it)."""
         if fast_row is None:
-            custom, generic, _ = _MUTATION_SQL[op]
-            fast = generic if len(args[2]) <= GENERIC_PLAN_MAX_ITEMS else custom
-            fast_row = await self._fetchrow(fast, *args, user_id, _ALLOWED[op])
+            custom, generic = _MUTATION_SQL[op]
+            fast = generic if len(args[2]) <= self._generic_max else custom
+            fast_row = await self._db.fetchrow(fast, *args, user_id, ALLOWED_STATUSES[op])
         if fast_row["ok"]:
             return list(fast_row["job_statuses"])
-        project_id, worker_id = args[0], args[1]
-        async with self._tx() as conn:
-            await self._context(conn, user_id, project_id, worker_id, op)
-            found = await conn.fetch(q(_MUTATION_SQL[op][2]), *args)
-        return [f["job_status"] for f in found]
+        return await self._declined(op, args, user_id)
+
+    async def _declined(
+        self, op: WorkerOp, args: tuple[Any, ...], user_id: str
+    ) -> list[str | None]:
+        """The statement wrote nothing: the user or the project failed a check when it read
+        them. Re-read them and raise the spec's error (§1.6 order). If they pass now, they
+        changed since the statement's read, which then counts as not yet seen: the statement
+        runs again with the new state (once; another change in that window is an error)."""
+        await self._checked(user_id, args[0], op)
+        custom, generic = _MUTATION_SQL[op]
+        fast = generic if len(args[2]) <= self._generic_max else custom
+        row = await self._db.fetchrow(fast, *args, user_id, ALLOWED_STATUSES[op])
+        if row["ok"]:
+            return list(row["job_statuses"])
+        await self._checked(user_id, args[0], op)
+        raise RuntimeError("the user or project changed twice during one worker request")
 
     # --- the gate and the operation in one round trip (small batches) -----------------------
     def _gate_args(
@@ -383,14 +427,14 @@ class WorkerMixin(StoreBase):
     async def gated_claim(
         self, token: str, project_id: str, client_version: str, request: ClaimRequest
     ) -> Gated[ClaimResult]:
-        if request.max_jobs > GENERIC_PLAN_MAX_ITEMS:
+        if request.max_jobs > self._generic_max:
             return await self._gate_then(
                 token, project_id, client_version,
                 lambda user: self.claim(user, project_id, request),
             )
         order = self._claim_order_hint.get(project_id, ClaimOrder.FIFO)
-        now_s = self._now_s()
-        r = await self._fetchrow(
+        now_s = self._db.now_s()
+        r = await self._db.fetchrow(
             "gated_claim",
             *self._gate_args(token, project_id, client_version),
             order.value,
@@ -401,14 +445,14 @@ class WorkerMixin(StoreBase):
             now_s + request.lease_seconds,
             now_s,
             self._claim_sweep_limit,
-            _ALLOWED[WorkerOp.CLAIM],
+            ALLOWED_STATUSES[WorkerOp.CLAIM],
         )
         principal, project = _gate_row(r)
         if not r["ran"]:
             return principal, project, None
         assert principal is not None
         if not r["fast"]:
-            return principal, project, await self._claim_tx(principal.user_id, project_id, request)
+            return principal, project, await self.claim_in_steps(principal.user_id, project_id, request)
         jobs = [
             ClaimedJob(job_id, attempt_id, lease, value, external_id, rows.load(spec) or {})
             for job_id, attempt_id, lease, value, external_id, spec in zip(
@@ -423,13 +467,13 @@ class WorkerMixin(StoreBase):
         self, op: WorkerOp, token: str, project_id: str, client_version: str,
         args: tuple[Any, ...],
     ) -> Gated[list[str | None]]:
-        if len(args[2]) > GENERIC_PLAN_MAX_ITEMS:
+        if len(args[2]) > self._generic_max:
             return await self._gate_then(
                 token, project_id, client_version, lambda user: self._mutate(op, args, user)
             )
-        r = await self._fetchrow(
+        r = await self._db.fetchrow(
             _GATED_SQL[op], *self._gate_args(token, project_id, client_version), *args[1:],
-            _ALLOWED[op],
+            ALLOWED_STATUSES[op],
         )
         principal, project = _gate_row(r)
         if not r["ran"]:
@@ -441,7 +485,7 @@ class WorkerMixin(StoreBase):
         self, token: str, project_id: str, client_version: str, worker_id: str,
         items: Sequence[CompleteItem],
     ) -> Gated[list[ItemResult]]:
-        args = _complete_args(project_id, worker_id, items, self._now_s())
+        args = _complete_args(project_id, worker_id, items, self._db.now_s())
         principal, project, statuses = await self._gated_mutate(
             WorkerOp.COMPLETE, token, project_id, client_version, args
         )
@@ -451,7 +495,7 @@ class WorkerMixin(StoreBase):
         self, token: str, project_id: str, client_version: str, worker_id: str,
         items: Sequence[FailItem],
     ) -> Gated[list[ItemResult]]:
-        args = _fail_args(project_id, worker_id, items, self._now_s())
+        args = _fail_args(project_id, worker_id, items, self._db.now_s())
         principal, project, statuses = await self._gated_mutate(
             WorkerOp.FAIL, token, project_id, client_version, args
         )
@@ -461,14 +505,10 @@ class WorkerMixin(StoreBase):
         self, token: str, project_id: str, client_version: str, worker_id: str,
         extend_seconds: int, items: Sequence[AttemptRef],
     ) -> Gated[list[ItemResult]]:
-        args = _extend_args(project_id, worker_id, items, self._now_s(), extend_seconds)
+        args = _extend_args(project_id, worker_id, items, self._db.now_s(), extend_seconds)
         principal, project, statuses = await self._gated_mutate(
             WorkerOp.EXTEND, token, project_id, client_version, args
         )
         if statuses is None:
             return principal, project, None
         return principal, project, _results(items, statuses, args[-1])
-
-    async def sweep_expired(self, limit: int) -> int:
-        status = await self._execute("sweep_expired", self._now_s(), limit)
-        return int(status.rsplit(" ", 1)[-1])

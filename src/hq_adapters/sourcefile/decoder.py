@@ -18,7 +18,7 @@ from typing import BinaryIO
 import zstandard
 
 from hq_adapters.sourcefile.lines import parse_job_line
-from hq_domain.errors import HqError, InvalidJob
+from hq_domain.errors import HqError, SourceFormatError
 from hq_domain.jobs import JobSpec
 
 BATCH_SIZE = 1000
@@ -33,10 +33,6 @@ _SLICE = 256 << 10
 class SourceLimits:
     max_jobs: int
     max_uncompressed: int
-
-
-def format_error(message: str) -> InvalidJob:
-    return InvalidJob("source format: " + message)
 
 
 class SourceDecoder:
@@ -98,12 +94,12 @@ class SourceDecoder:
     def _finish(self) -> list[JobSpec] | None:
         self._done = True
         if not self._cut and self._frame is not None and not self._frame.eof:
-            raise format_error("zstd: unexpected EOF")
+            raise SourceFormatError("zstd: unexpected EOF")
         if self._tail:
             tail, self._tail = self._tail, b""
             self._take_line(tail)
         if self._cut:
-            raise format_error("source exceeds uncompressed size limit")
+            raise SourceFormatError("source exceeds uncompressed size limit")
         batch, self._batch = self._batch, []
         return batch or None
 
@@ -119,7 +115,7 @@ class SourceDecoder:
             try:
                 out.append(self._frame.decompress(piece))
             except zstandard.ZstdError as exc:
-                raise format_error(f"zstd: {exc}") from None
+                raise SourceFormatError(f"zstd: {exc}") from None
             piece = self._frame.unused_data if self._frame.eof else b""
         self._add_text(b"".join(out))
 
@@ -149,18 +145,18 @@ class SourceDecoder:
 
     def _take_line(self, raw: bytes) -> None:
         if len(raw) > MAX_LINE_BYTES:
-            raise format_error(f"line {self.jobs + 1}: token too long")
+            raise SourceFormatError(f"line {self.jobs + 1}: token too long")
         if raw.endswith(b"\r"):
             raw = raw[:-1]
         if not raw or raw.isspace():  # bytes.isspace: the same ASCII set bytes.strip removes
             return
         self.jobs += 1
         if self.jobs > self._limits.max_jobs:
-            raise format_error("source exceeds job limit")
+            raise SourceFormatError("source exceeds job limit")
         try:
             self._batch.append(parse_job_line(raw))
         except HqError as exc:
-            raise format_error(f"line {self.jobs}: {exc.message}") from None
+            raise SourceFormatError(f"line {self.jobs}: {exc.message}") from None
 
 
 def iter_batches(reader: BinaryIO, decoder: SourceDecoder) -> Iterator[list[JobSpec]]:

@@ -19,16 +19,17 @@ from hq_apps.api.auth import admin_principal
 from hq_apps.api.http import header, json_response, media_type
 from hq_apps.api.openapi import RESOURCE_ERRORS, SOURCE_BODY, SOURCE_PATH, op
 from hq_apps.api.wire_out import SourceOut
-from hq_apps.cli.source_import import SourceImportFailed, import_source
+from hq_apps.services.source_import import (
+    UPLOAD_MAX_COMPRESSED_BYTES,
+    SourceImportFailed,
+    import_upload,
+)
 from hq_domain.clock import Clock
-from hq_domain.errors import InvalidJob, InvalidRequest
+from hq_domain.errors import InvalidRequest, SourceFormatError
 from hq_domain.ids import is_id
 from hq_domain.jobs import JobSpec
 from hq_domain.ports import Store
 
-MAX_COMPRESSED_BYTES = 256 << 20
-MAX_UNCOMPRESSED_BYTES = 4 << 30
-MAX_SOURCE_JOBS = 10_000_000
 SOURCE_MEDIA_TYPES = ("application/zstd", "application/octet-stream")
 
 
@@ -52,14 +53,14 @@ async def body_chunks(request: Request[Any, Any, Any], limit: int) -> AsyncItera
             async with asyncio.timeout(max(0.0, READ_TIMEOUT_S - waited)):
                 message = await request.receive()
         except TimeoutError:
-            raise InvalidJob("source format: http: request body read timeout") from None
+            raise SourceFormatError("http: request body read timeout") from None
         waited += loop.time() - started
         if message["type"] == "http.disconnect":
-            raise InvalidJob("source format: unexpected EOF")
+            raise SourceFormatError("unexpected EOF")
         chunk = message.get("body", b"")
         received += len(chunk)
         if received > limit:
-            raise InvalidJob("source format: http: request body too large")
+            raise SourceFormatError("http: request body too large")
         if chunk:
             yield chunk
         if not message.get("more_body", False):
@@ -109,12 +110,8 @@ def source_handlers(store: Store, clock: Clock | None = None) -> list[HTTPRouteH
         if media_type(header(request, b"content-type")) not in SOURCE_MEDIA_TYPES:
             raise InvalidRequest("source body must be application/zstd", status=415)
         try:
-            result = await import_source(
-                _Route7Path(store),
-                project_id,
-                body_chunks(request, MAX_COMPRESSED_BYTES),
-                max_jobs=MAX_SOURCE_JOBS,
-                max_uncompressed=MAX_UNCOMPRESSED_BYTES,
+            result = await import_upload(
+                _Route7Path(store), project_id, body_chunks(request, UPLOAD_MAX_COMPRESSED_BYTES)
             )
         except SourceImportFailed as exc:
             raise exc.error from None

@@ -7,11 +7,19 @@ import binascii
 import math
 import os
 from collections.abc import Sequence
+from typing import Annotated
 from urllib.parse import urlsplit
+
+from cyclopts import Parameter
 
 from hq_apps.cli.secret_file import SecretFileError, read_secret
 
 MIN_WEB_SECRET_BYTES = 32
+
+DatabaseUrl = Annotated[
+    str, Parameter(env_var="HQ_DATABASE_URL", help="PostgreSQL URL (postgresql://user@host/db).")
+]
+"""A ``--database-url`` flag that falls back to ``HQ_DATABASE_URL`` (read by cyclopts)."""
 
 
 class CliError(Exception):

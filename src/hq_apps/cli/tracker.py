@@ -23,6 +23,7 @@ from hq_apps import wiring
 from hq_apps.cli.cliutil import HELP_FLAGS, print_help
 from hq_apps.cli.common import (
     CliError,
+    DatabaseUrl,
     decode_web_secret,
     go_style_flags,
     parse_listen,
@@ -64,9 +65,6 @@ app = App(
     suppress_keyboard_interrupt=False,
 )
 
-DatabaseUrl = Annotated[
-    str, Parameter(env_var="HQ_DATABASE_URL", help="PostgreSQL URL (postgresql://user@host/db).")
-]
 DatabasePooler = Annotated[
     str,
     Parameter(env_var="HQ_DATABASE_POOLER",

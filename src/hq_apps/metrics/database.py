@@ -1,4 +1,7 @@
-"""Metrics read from the database at scrape time: the same answer from any process."""
+"""Metrics read from the database at scrape time: the same answer from any process.
+
+The figures are the monitor's (:mod:`hq_domain.monitoring`): job counts from ``list_projects``
+and queue health from ``queue_health``, the reads ``tracker monitor``'s snapshot is made of."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from prometheus_client.registry import Collector
 
 from hq_domain.clock import Clock, seconds
 from hq_domain.jobs import ALL_STATUSES
+from hq_domain.monitoring import oldest_todo_age
 from hq_domain.ports import Store
 
 SCRAPE_TIMEOUT_S = 5.0
@@ -54,7 +58,7 @@ class DatabaseCollector(Collector):
             for status in ALL_STATUSES:
                 jobs.add_metric([pid, status.value], counts[status.value])
             created, exp = health.get(pid, (None, 0))
-            oldest.add_metric([pid], 0 if created is None else max(0, now_s - created))
+            oldest.add_metric([pid], oldest_todo_age(created, now_s) or 0)
             expired.add_metric([pid], exp)
         yield jobs
         yield oldest

@@ -15,6 +15,7 @@ from litestar import Request, Response
 from litestar.datastructures import Cookie, FormMultiDict
 from litestar.exceptions import HTTPException
 
+from hq_apps.services.source_import import UPLOAD_MAX_COMPRESSED_BYTES
 from hq_apps.web import security
 from hq_apps.web.form_reader import FormRejected, FormStream
 from hq_apps.web.github import GitHubGateway
@@ -25,7 +26,8 @@ from hq_domain.users import Role, User
 
 ROLE_REQUIRED = {Role.ADMIN: "Administrator role required", Role.WORKER: "Worker role required"}
 FORM_LIMIT = 1 << 20
-UPLOAD_FORM_LIMIT = 257 << 20
+UPLOAD_FORM_LIMIT = UPLOAD_MAX_COMPRESSED_BYTES + FORM_LIMIT
+"""A source upload form: the upload's compressed limit plus room for the other fields."""
 
 
 @dataclass

@@ -20,7 +20,12 @@ from litestar.exceptions import HTTPException
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
-from hq_apps.cli.source_import import SourceImportFailed, SourceInput, import_source
+from hq_apps.services.source_import import (
+    SourceFileInvalid,
+    SourceImportRejected,
+    SourceInput,
+    import_upload,
+)
 from hq_apps.web.context import (
     READ_TIMEOUT_S,
     UPLOAD_FORM_LIMIT,
@@ -33,7 +38,6 @@ from hq_apps.web.context import (
 from hq_apps.web.form_reader import FormRejected, FormStream
 from hq_apps.web.project_pages import PROJECT_NOT_FOUND, project_page
 from hq_apps.web.render import error_page, redirect
-from hq_domain.errors import InvalidJob
 from hq_domain.ids import is_id
 from hq_domain.users import Role
 
@@ -41,8 +45,6 @@ FILE_REQUIRED = "Source file is required"
 IMPORT_REJECTED = "Source import was rejected"
 FILE_INVALID = "Source file is invalid"
 FORM_INVALID = "Invalid form submission"
-MAX_SOURCE_JOBS = 10_000_000
-MAX_UNCOMPRESSED_BYTES = 4 << 30
 _SPOOL_MEMORY = 1 << 20
 
 
@@ -62,17 +64,14 @@ async def _import(
     request: Request, web: WebContext, session: Session, project_id: str, source: SourceInput
 ) -> Response[bytes] | None:
     try:
-        await import_source(
-            web.store, project_id, source,
-            max_jobs=MAX_SOURCE_JOBS, max_uncompressed=MAX_UNCOMPRESSED_BYTES,
-        )
-    except SourceImportFailed as exc:
-        invalid = isinstance(exc.error, InvalidJob) and exc.error.message.startswith("source format")
-        prefix = FILE_INVALID if invalid else IMPORT_REJECTED
-        return await project_page(
-            request, web, session, project_id, status=400, error=f"{prefix}: {exc}"
-        )
-    return None
+        await import_upload(web.store, project_id, source)
+    except SourceFileInvalid as exc:
+        error = f"{FILE_INVALID}: {exc}"
+    except SourceImportRejected as exc:
+        error = f"{IMPORT_REJECTED}: {exc}"
+    else:
+        return None
+    return await project_page(request, web, session, project_id, status=400, error=error)
 
 
 def source_upload_handlers(web: WebContext) -> list[HTTPRouteHandler]:

@@ -1,7 +1,9 @@
 """``tracker monitor`` and ``prune-claim-buckets`` against a migrated database in a known state.
 
 The state is written with raw SQL into the spec §2.12 tables (after the real migrations), so
-these tests check the monitoring queries themselves, independent of the store adapter.
+these tests check the monitoring queries on rows the store's own writes never produce (receipts
+stored as JSON null, an exhausted job without completed_at); the port's contract on both
+adapters is tests/contract/monitor.py.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import time
 import asyncpg
 import pytest
 
+from hq_adapters.postgres import connect
 from hq_apps.cli import ops
+from hq_domain.clock import ManualClock
 
 pytestmark = pytest.mark.postgres
 
@@ -110,10 +114,15 @@ async def known_db(pg_dsn: str) -> str:
     return pg_dsn
 
 
-async def test_monitor_report_in_a_known_state(known_db: str) -> None:
-    report = await ops.monitor_report(
-        known_db, now_s=NOW, window_s=HOUR, bucket_window_s=900, log_file=None
-    )
+@pytest.fixture
+async def store(known_db: str):
+    store = await connect(known_db, ManualClock(NOW * 10**9), min_size=1, max_size=1)
+    yield store
+    await store.close()
+
+
+async def test_monitor_report_in_a_known_state(store) -> None:
+    report = await ops.monitor_report(store, window_s=HOUR, bucket_window_s=900, log_file=None)
     assert (report["generated_at"], report["window_seconds"], report["requests"]) == (
         NOW,
         HOUR,
@@ -176,9 +185,9 @@ async def test_monitor_report_in_a_known_state(known_db: str) -> None:
     assert (beta_w3["worker_claim_qps"], beta_w3["over_limit"]) == (None, False)
 
 
-async def test_monitor_window_options_change_the_figures(known_db: str) -> None:
+async def test_monitor_window_options_change_the_figures(store) -> None:
     report = await ops.monitor_report(
-        known_db, now_s=NOW, window_s=3 * HOUR, bucket_window_s=60, log_file=None
+        store, window_s=3 * HOUR, bucket_window_s=60, log_file=None
     )
     alpha = report["projects"][0]
     assert (alpha["finished"]["done"], alpha["finished"]["reset_exhausted"]) == (6, 2)
@@ -204,13 +213,11 @@ async def test_monitor_command_prints_json_and_tables(known_db: str, tmp_path, c
     assert text.startswith("PROJECTS") and "\nalpha " in text and "WORKER CLAIM RATE" in text
 
 
-async def test_monitor_is_read_only(known_db: str) -> None:
+async def test_monitor_is_read_only(known_db: str, store) -> None:
     conn = await asyncpg.connect(known_db)
     try:
         before = await conn.fetchval("SELECT count(*) FROM tracker_jobs WHERE status = 'wip'")
-        await ops.monitor_report(
-            known_db, now_s=NOW, window_s=HOUR, bucket_window_s=900, log_file=None
-        )
+        await ops.monitor_report(store, window_s=HOUR, bucket_window_s=900, log_file=None)
         assert (
             await conn.fetchval("SELECT count(*) FROM tracker_jobs WHERE status = 'wip'") == before
         )
@@ -230,23 +237,23 @@ async def bucket_starts(dsn: str) -> list[tuple[str, int]]:
         await conn.close()
 
 
-async def test_prune_deletes_only_buckets_older_than_the_cutoff(known_db: str) -> None:
+async def test_prune_deletes_only_buckets_older_than_the_cutoff(known_db: str, store) -> None:
     conn = await asyncpg.connect(known_db)
     try:
         await add_bucket(conn, "beta", "w3", NOW - 30 * DAY - 60, 1, 0, 1)  # older: deleted
         await add_bucket(conn, "gamma", "w4", NOW - 30 * DAY, 1, 0, 1)  # exactly at cutoff: kept
     finally:
         await conn.close()
-    result = await ops.prune_report(known_db, now_s=NOW, older_than_s=30 * DAY)
+    result = await ops.prune_report(store, now_s=NOW, older_than_s=30 * DAY)
     assert result == {"deleted": 1, "cutoff_ms": (NOW - 30 * DAY) * 1000}
     assert ("gamma", NOW - 30 * DAY) in await bucket_starts(known_db)
     # Everything before NOW - 10 min goes: alpha's 600/900/960-second-old rows included.
-    result = await ops.prune_report(known_db, now_s=NOW, older_than_s=600)
+    result = await ops.prune_report(store, now_s=NOW, older_than_s=600)
     assert result["deleted"] == 3
     assert await bucket_starts(known_db) == [
         ("alpha", NOW - 600), ("alpha", NOW - 120), ("alpha", NOW - 60), ("beta", NOW - 60),
     ]  # fmt: skip
-    assert (await ops.prune_report(known_db, now_s=NOW, older_than_s=600))["deleted"] == 0
+    assert (await ops.prune_report(store, now_s=NOW, older_than_s=600))["deleted"] == 0
 
 
 async def test_prune_command_uses_the_wall_clock(pg_dsn: str, capsys) -> None:

@@ -10,7 +10,7 @@ import zstandard
 
 from hq_adapters.memory import MemoryStore
 from hq_adapters.sourcefile import SourceWriter
-from hq_apps.cli.source_import import SourceImportFailed, import_source
+from hq_apps.services.source_import import SourceImportFailed, import_source
 from hq_domain.clock import ManualClock
 from hq_domain.errors import IdentityConflict, InvalidJob, NotFound, ProjectNotActive
 from hq_domain.ids import default_job_id
@@ -168,7 +168,7 @@ class _Recording(MemoryStore):
 async def test_decoded_but_unstored_jobs_are_bounded(monkeypatch, budget) -> None:
     """With no byte budget every batch is stored alone (the decoder waits); with the default
     one the decoder runs ahead and batches are stored in groups of at most GROUP_BATCHES."""
-    from hq_apps.cli import source_import
+    from hq_apps.services import source_import
 
     monkeypatch.setattr(source_import, "BUFFER_BYTES", budget)
     store = _Recording(ManualClock(1_700_000_000))
@@ -180,3 +180,27 @@ async def test_decoded_but_unstored_jobs_are_bounded(monkeypatch, budget) -> Non
         assert max(store.groups) == 1
     else:
         assert 1 < max(store.groups) <= source_import.GROUP_BATCHES
+
+
+async def test_failures_are_classified_by_type() -> None:
+    """A source that does not decode is SourceFileInvalid; a batch the store refuses is
+    SourceImportRejected, whatever its message says."""
+    from hq_apps.services.source_import import SourceFileInvalid, SourceImportRejected
+    from hq_domain.errors import SourceFormatError
+
+    store = await store_with("none")
+    with pytest.raises(SourceFileInvalid) as invalid:
+        await import_source(store, "p", io.BytesIO(b"not zstd at all"), **BIG)
+    assert isinstance(invalid.value.error, SourceFormatError)
+    with pytest.raises(SourceImportRejected) as rejected:
+        await import_source(store, "nope", io.BytesIO(source_bytes(specs_for("none", 3))), **BIG)
+    assert isinstance(rejected.value.error, NotFound)
+
+    class Refusing:
+        async def enqueue(self, project_id, jobs):
+            raise InvalidJob("source format: a store message that only looks like a format error")
+
+        enqueue_batches = enqueue
+
+    with pytest.raises(SourceImportRejected):
+        await import_source(Refusing(), "p", io.BytesIO(source_bytes(specs_for("none", 3))), **BIG)  # type: ignore[arg-type]

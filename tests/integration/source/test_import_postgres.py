@@ -11,8 +11,9 @@ import pytest
 import zstandard
 
 from hq_adapters.postgres import connect
+from hq_adapters.postgres.enqueue import PostgresEnqueue
 from hq_adapters.sourcefile import encode_job_line
-from hq_apps.cli.source_import import GROUP_BATCHES, SourceImportFailed, import_source
+from hq_apps.services.source_import import GROUP_BATCHES, SourceImportFailed, import_source
 from hq_domain.clock import SystemClock
 from hq_domain.errors import IdentityConflict, InvalidJob
 from hq_domain.ids import default_job_id
@@ -111,14 +112,15 @@ async def test_identity_committed_during_the_insert(pg_dsn, store, same, checked
             value,
         )
         if checked:
-            task = asyncio.ensure_future(store._enqueue_tx("p", [jobs], set(), checked=True))
+            checking = PostgresEnqueue(store.database, existing_identity_hints={"p"})
+            task = asyncio.ensure_future(checking.enqueue("p", jobs))
         else:
             task = asyncio.ensure_future(store.enqueue("p", jobs))
         await asyncio.sleep(0.3)
         assert not task.done()  # waiting on the uncommitted index entry
         await tx.commit()
         if same:
-            assert await task == ([299] if checked else 299)
+            assert await task == 299
         else:
             with pytest.raises(IdentityConflict):
                 await task
@@ -132,9 +134,9 @@ async def test_existing_identity_hint_is_set_and_cleared(store) -> None:
     statement until a batch finds nothing existing."""
     jobs = specs(10)
     assert await store.enqueue("p", jobs) == 10
-    assert "p" not in store._existing_identities
+    assert "p" not in store.enqueuing.existing_identity_hints
     assert await store.enqueue("p", jobs[:3] + specs(2, start=10)) == 2
-    assert "p" in store._existing_identities
+    assert "p" in store.enqueuing.existing_identity_hints
     assert await store.enqueue("p", jobs) == 0
     assert await store.enqueue("p", specs(5, start=20)) == 5
-    assert "p" not in store._existing_identities
+    assert "p" not in store.enqueuing.existing_identity_hints

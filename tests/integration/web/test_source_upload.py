@@ -56,3 +56,17 @@ async def test_upload_needs_csrf_and_project(admin: AsyncTestClient, web: WebApp
     csrf = csrf_of((await admin.get("/admin")).text)
     resp = await _upload(admin, "nope", _source([{"id": "a", "value": "x"}]), csrf)
     assert resp.status_code == 404 and "Project not found" in resp.text
+
+
+async def test_upload_uses_the_import_services_limits(
+    admin: AsyncTestClient, web: WebApp, monkeypatch
+) -> None:
+    from hq_adapters.sourcefile import SourceLimits
+    from hq_apps.services import source_import
+
+    await web.store.put_project("src", ProjectPut(status="active"))
+    monkeypatch.setattr(source_import, "UPLOAD_LIMITS", SourceLimits(2, 1 << 30))
+    csrf = csrf_of((await admin.get("/admin/projects/src")).text)
+    resp = await _upload(admin, "src", _source([{"value": v} for v in "abc"]), csrf)
+    assert resp.status_code == 400 and "Source file is invalid" in resp.text
+    assert "source exceeds job limit" in resp.text

@@ -125,7 +125,7 @@ def test_ceiling_binds_what_the_adapter_binds() -> None:
     from hq_domain.projects import WorkerOp
 
     for op in WorkerOp:
-        assert ceiling.allowed(op) == worker._ALLOWED[op]
+        assert ceiling.allowed(op) == worker.ALLOWED_STATUSES[op]
     # The direct-mode pool's plan setting lives in store.py; the ceiling must use the same one.
     assert ceiling.SERVER_SETTINGS == {"plan_cache_mode": store.PLAN_CACHE_MODE}
 

@@ -86,3 +86,11 @@ def test_admin_sign_in_adds_admin_and_keeps_other_roles() -> None:
     assert roles_after_admin_login(()) == (Role.ADMIN,)
     assert roles_after_admin_login((Role.WORKER,)) == (Role.ADMIN, Role.WORKER)
     assert roles_after_admin_login((Role.ADMIN, Role.WORKER)) == (Role.ADMIN, Role.WORKER)
+
+
+def test_first_github_login_and_its_user_id() -> None:
+    from hq_domain.users import first_github_login, github_user_key
+
+    assert first_github_login(True) == (UserStatus.ACTIVE, (Role.ADMIN,))
+    assert first_github_login(False) == (UserStatus.PENDING, (Role.WORKER,))
+    assert github_user_key(42) == "gh_42"

@@ -1,15 +1,13 @@
-"""Pure parts of ``tracker monitor`` / ``prune-claim-buckets``: durations, SQL blocks,
+"""Pure parts of ``tracker monitor`` / ``prune-claim-buckets``: durations, the database URL,
 per-worker flags and the text rendering."""
 
 from __future__ import annotations
-
-import re
-from pathlib import Path
 
 import pytest
 
 from hq_apps.cli import ops
 from hq_apps.cli.ops_render import age, render_text
+from hq_domain.monitoring import WorkerClaimRate
 
 
 @pytest.mark.parametrize(
@@ -27,42 +25,38 @@ def test_parse_duration_rejects(text: str) -> None:
         ops.parse_duration(text)
 
 
-def test_every_query_the_module_uses_exists() -> None:
-    source = Path(ops.__file__).read_text()
-    used = set(re.findall(r'QUERIES\["(\w+)"\]', source))
-    assert used and used <= set(ops.QUERIES)
-    for name, query in ops.QUERIES.items():
-        statement = [line for line in query.splitlines() if not line.startswith("--")]
-        assert "".join(statement).strip(), name
+def test_database_url_comes_from_the_flag_or_environment(monkeypatch, capsys) -> None:
+    from hq_apps.cli import tracker
+
+    monkeypatch.delenv("HQ_DATABASE_URL", raising=False)
+    for command in (["monitor"], ["prune-claim-buckets", "--older-than", "30d"]):
+        assert tracker.run(command) == 1
+        assert "database URL is required (--database-url or HQ_DATABASE_URL)" in capsys.readouterr().err
+    # Nothing listens on port 1: the command got past the URL check and tried to connect.
+    monkeypatch.setenv("HQ_DATABASE_URL", "postgresql://hq@127.0.0.1:1/hq")
+    assert tracker.run(["monitor"]) == 1
+    assert "database URL is required" not in capsys.readouterr().err
 
 
-def test_database_url_falls_back_to_environment(monkeypatch) -> None:
-    monkeypatch.setenv("HQ_DATABASE_URL", "postgres://env/db")
-    assert ops._database_url(None) == "postgres://env/db"
-    assert ops._database_url("postgres://flag/db") == "postgres://flag/db"
-    monkeypatch.delenv("HQ_DATABASE_URL")
-    with pytest.raises(ValueError, match="database URL is required"):
-        ops._database_url(None)
-
-
-def bucket_row(**overrides):
+def bucket_row(**overrides) -> WorkerClaimRate:
     row = {"project_id": "p", "worker_id": "w", "policy_version": 2, "current_policy_version": 2,
            "worker_claim_qps": 0.2, "buckets": 3, "claim_requests": 30, "jobs_dispatched": 90,
-           "peak_claim_requests": 12, "last_bucket_ms": 120_000}  # fmt: skip
-    return {**row, **overrides}
+           "peak_claim_requests": 12, "last_bucket_started_at_ms": 120_000}  # fmt: skip
+    return WorkerClaimRate(**{**row, **overrides})
 
 
 def test_worker_rates_and_flags() -> None:
-    w = ops._worker_row(bucket_row())
+    w = ops.worker_row(bucket_row())
     assert (w["mean_claim_rps"], w["peak_claim_rps"]) == (round(30 / 180, 4), 0.2)
     assert (w["stale_policy"], w["over_limit"]) == (False, False)
+    assert w["last_bucket_started_at_ms"] == 120_000
     # 0.2 QPS is 12 requests a minute; 110 % plus one request of slack allows 14.2.
-    assert ops._worker_row(bucket_row(peak_claim_requests=14))["over_limit"] is False
-    assert ops._worker_row(bucket_row(peak_claim_requests=15))["over_limit"] is True
-    assert ops._worker_row(bucket_row(policy_version=1))["stale_policy"] is True
+    assert ops.worker_row(bucket_row(peak_claim_requests=14))["over_limit"] is False
+    assert ops.worker_row(bucket_row(peak_claim_requests=15))["over_limit"] is True
+    assert ops.worker_row(bucket_row(policy_version=1))["stale_policy"] is True
     # A project whose limit was removed since: nothing to compare against.
     assert (
-        ops._worker_row(bucket_row(worker_claim_qps=None, peak_claim_requests=999))["over_limit"]
+        ops.worker_row(bucket_row(worker_claim_qps=None, peak_claim_requests=999))["over_limit"]
         is False
     )
 
@@ -90,7 +84,7 @@ def sample_report(requests=None):
                           "permanent_failure_rate": 0.1, "reset_exhausted_rate": 0.2,
                           "done_with_receipts": 6, "receipt_bearing_rate": 0.8571}},
         ],
-        "workers": [dict(ops._worker_row(bucket_row(policy_version=1, peak_claim_requests=20)))],
+        "workers": [ops.worker_row(bucket_row(policy_version=1, peak_claim_requests=20))],
         "requests": requests,
     }  # fmt: skip
 

@@ -16,7 +16,7 @@ from hq_adapters.sourcefile import (
     encode_job_line,
     iter_batches,
 )
-from hq_domain.errors import InvalidJob
+from hq_domain.errors import InvalidJob, SourceFormatError
 from hq_domain.ids import default_job_id
 from hq_domain.jobs import JobSpec
 
@@ -36,6 +36,14 @@ def decode_error(data: bytes, limits: SourceLimits = BIG) -> str:
     with pytest.raises(InvalidJob) as info:
         decode(data, limits)
     return info.value.message
+
+
+def test_format_errors_are_source_format_errors() -> None:
+    """Typed, so the dashboard needs no message prefix to tell a bad file from a refusal."""
+    with pytest.raises(SourceFormatError) as info:
+        decode(zst(b'{"value":"a","bogus":1}\n'))
+    assert info.value.code == "invalid_job" and isinstance(info.value, InvalidJob)
+    assert info.value.message == 'source format: line 1: unknown field "bogus"'
 
 
 def test_stable_job_id_vectors() -> None:

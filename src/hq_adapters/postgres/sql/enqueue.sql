@@ -5,6 +5,17 @@
 -- committed may still finish, like a request that arrived first.
 SELECT * FROM tracker_projects WHERE id = $1 FOR KEY SHARE
 
+-- name: enqueue_plan_settings
+-- For the rest of a transaction of plain inserts only: the foreign-key check that PostgreSQL
+-- runs for every inserted row (SELECT 1 FROM tracker_projects … FOR KEY SHARE) keeps one
+-- cached plan, a primary-key probe, instead of being planned again for every row, which is
+-- what the pool's session-wide force_custom_plan did (half of PostgreSQL's work per imported
+-- job: benchmarks/notes/source_import.md). The plain insert has no scan to choose, so its own
+-- generic plan is the custom one. Checking inserts (which probe tracker_jobs) run in other
+-- transactions and keep custom plans.
+SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
+       set_config('enable_seqscan', 'off', true)
+
 -- name: enqueue_insert_plain
 -- Array insert of a collapsed batch in submission order (job_id follows FIFO order), no
 -- identity checks: identity_mode none, or a batch expected to be all new (the unique indexes

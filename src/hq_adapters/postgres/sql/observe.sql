@@ -58,7 +58,7 @@ WHERE minute_s >= $1
 ORDER BY project_id, minute_s
 
 -- name: recent_failures
--- The most recent $2 failed/reset_exhausted jobs' errors (project_status index, newest first).
+-- The most recent $2 failed/reset_exhausted jobs' errors (failures index, newest first).
 (SELECT job_id, execution_error FROM tracker_jobs
  WHERE project_id = $1 AND status = 'failed' ORDER BY job_id DESC LIMIT $2)
 UNION ALL

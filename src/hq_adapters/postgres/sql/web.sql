@@ -20,22 +20,13 @@ DELETE FROM tracker_web_sessions WHERE token_hash = $1
 
 -- name: github_admin_update
 -- Team member with a known GitHub id: refresh profile, make active, add admin to the roles it
--- has (hq_domain.users.roles_after_admin_login; locks that row).
+-- has (tracker_rule_admin_login_roles, migration 0008: hq_domain.users.roles_after_admin_login;
+-- locks that row).
 UPDATE tracker_users
 SET github_login = $2, github_avatar_url = $3, status = 'active',
-    roles = ARRAY(SELECT DISTINCT r FROM unnest(roles || '{admin}'::text[]) AS r ORDER BY r),
+    roles = tracker_rule_admin_login_roles(roles),
     last_login_at = $4, updated_at = $4
 WHERE github_user_id = $1
-RETURNING *
-
--- name: github_admin_insert
--- First sign-in of a team member: a new user gh_<id>, active admin. A local row that already
--- has that id (no GitHub link) is left alone: no row comes back and the caller refuses the
--- sign-in. Two concurrent first sign-ins: the loser re-runs the update and finds the row.
-INSERT INTO tracker_users (id, status, roles, github_user_id, github_login, github_avatar_url,
-                           last_login_at, created_at, updated_at)
-VALUES ($5, 'active', '{admin}', $1, $2, $3, $4, $4, $4)
-ON CONFLICT (id) DO NOTHING
 RETURNING *
 
 -- name: github_worker_update
@@ -45,12 +36,15 @@ SET github_login = $2, github_avatar_url = $3, last_login_at = $4, updated_at = 
 WHERE github_user_id = $1
 RETURNING *
 
--- name: github_worker_insert
--- First sign-in of a non-member: a new pending worker gh_<id> (an unlinked local row of that
--- id is left alone, as for admins).
+-- name: github_insert
+-- First sign-in: a new user $5 (gh_<id>) with the status $6 and roles $7 that
+-- hq_domain.users.first_github_login gives a team member (active admin) or a non-member
+-- (pending worker). A local row that already has that id (no GitHub link) is left alone: no
+-- row comes back and the caller refuses the sign-in. Two concurrent first sign-ins: the loser
+-- re-runs the update and finds the row.
 INSERT INTO tracker_users (id, status, roles, github_user_id, github_login, github_avatar_url,
                            last_login_at, created_at, updated_at)
-VALUES ($5, 'pending', '{worker}', $1, $2, $3, $4, $4, $4)
+VALUES ($5, $6, $7::text[], $1, $2, $3, $4, $4, $4)
 ON CONFLICT (id) DO NOTHING
 RETURNING *
 

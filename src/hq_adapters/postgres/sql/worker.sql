@@ -10,7 +10,7 @@ WITH u AS (SELECT id, status, roles FROM tracker_users WHERE id = $1),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
         SELECT $3, u.id FROM u, p
-        WHERE $3::text IS NOT NULL AND u.status = 'active' AND 'worker' = ANY (u.roles)
+        WHERE $3::text IS NOT NULL AND tracker_rule_active_worker(u.status, u.roles)
           AND p.status = ANY ($4::text[])
           AND NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $3 AND user_id = u.id)
         ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
@@ -31,7 +31,7 @@ WITH expired AS (
     FOR UPDATE SKIP LOCKED
 )
 UPDATE tracker_jobs j
-SET status = CASE WHEN j.reset_count + 1 > $4 THEN 'reset_exhausted' ELSE 'todo' END,
+SET status = tracker_rule_reset_status(j.reset_count, $4),
     reset_count = j.reset_count + 1,
     attempt_id = NULL, worker_id = NULL, last_worker_id = j.worker_id, lease_expires_at = NULL, updated_at = $2
 FROM expired e
@@ -48,7 +48,7 @@ WITH expired AS (
     FOR UPDATE SKIP LOCKED
 )
 UPDATE tracker_jobs j
-SET status = CASE WHEN j.reset_count + 1 > p.max_resets THEN 'reset_exhausted' ELSE 'todo' END,
+SET status = tracker_rule_reset_status(j.reset_count, p.max_resets),
     reset_count = j.reset_count + 1,
     attempt_id = NULL, worker_id = NULL, last_worker_id = j.worker_id, lease_expires_at = NULL, updated_at = $1
 FROM expired e, tracker_projects p
@@ -63,7 +63,7 @@ WHERE j.job_id = e.job_id AND p.id = j.project_id
 WITH picked AS (
     SELECT job_id, created_at FROM tracker_jobs
     WHERE project_id = $1 AND status = 'todo'
-      AND (cardinality($2::text[]) = 0 OR COALESCE(spec->>'type', 'seed') = ANY ($2::text[]))
+      AND tracker_rule_type_accepted(spec, $2::text[])
     ORDER BY created_at, job_id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
@@ -85,7 +85,7 @@ SELECT * FROM claimed ORDER BY ord
 WITH picked AS (
     SELECT job_id, random_key FROM tracker_jobs
     WHERE project_id = $1 AND status = 'todo'
-      AND (cardinality($2::text[]) = 0 OR COALESCE(spec->>'type', 'seed') = ANY ($2::text[]))
+      AND tracker_rule_type_accepted(spec, $2::text[])
     ORDER BY random_key, job_id
     LIMIT $3
     FOR UPDATE SKIP LOCKED
@@ -107,7 +107,7 @@ SELECT * FROM claimed ORDER BY ord
 SELECT EXISTS (
     SELECT 1 FROM tracker_jobs
     WHERE project_id = $1 AND status = 'todo'
-      AND (cardinality($2::text[]) = 0 OR COALESCE(spec->>'type', 'seed') = ANY ($2::text[]))
+      AND tracker_rule_type_accepted(spec, $2::text[])
 )
 
 -- name: store_dispatch_bucket
@@ -129,103 +129,3 @@ ON CONFLICT (project_id, worker_id, bucket_started_at_ms) DO UPDATE
 SET claim_requests = b.claim_requests + 1,
     jobs_dispatched = b.jobs_dispatched + EXCLUDED.jobs_dispatched,
     policy_version = EXCLUDED.policy_version
-
--- name: complete_batch
--- Complete a batch in one statement. The first occurrence of each (job_id, attempt_id) is
--- matched against a live lease of this worker. Matching rows are locked in job_id order (so
--- overlapping batches, e.g. a heartbeat extend racing a complete, cannot deadlock) and the
--- match is re-checked on the locked version, so a row is finished at most once.
--- job_id = ANY gives both scans of tracker_jobs a job_id index condition whatever the planner's
--- statistics say (as in claim_fifo): the UPDATE takes the locked set and leaves out
--- status = 'wip' (implied: a matching attempt_id exists only on wip rows, by the table's CHECK),
--- so stale statistics cannot steer it to a scan of a partial wip index per item.
--- Returns one row per input item in input order: job_status is NULL for rejected items.
-WITH input AS (
-    SELECT * FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[])
-        WITH ORDINALITY AS i(job_id, attempt_id, outcome, receipts, ord)
-), firsts AS (
-    SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
-), locked_done AS (
-    SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
-    WHERE j.project_id = $1 AND j.status = 'wip' AND j.attempt_id = f.attempt_id
-      AND j.worker_id = $2 AND j.lease_expires_at > $7 AND j.job_id = ANY ($3::bigint[])
-    ORDER BY j.job_id
-    FOR UPDATE OF j
-), done AS (
-    UPDATE tracker_jobs j
-    SET status = 'done', attempt_id = NULL, worker_id = NULL, last_worker_id = j.worker_id, lease_expires_at = NULL,
-        outcome = f.outcome::jsonb, artifact_receipts = f.receipts::jsonb,
-        execution_error = NULL, updated_at = $7, completed_at = $7
-    FROM firsts f
-    WHERE j.job_id = ANY (ARRAY(SELECT job_id FROM locked_done))
-      AND j.job_id = f.job_id AND j.attempt_id = f.attempt_id AND j.worker_id = $2
-      AND j.lease_expires_at > $7
-    RETURNING f.ord, j.status
-)
-SELECT i.ord, d.status AS job_status
-FROM input i LEFT JOIN done d ON d.ord = i.ord
-ORDER BY i.ord
-
--- name: fail_batch
--- Fail a batch in one statement (same matching and ordered locking as complete_batch). The CASE is
--- hq_domain.lifecycle.on_fail over the project's current max_resets; a contract test proves
--- the two agree.
-WITH input AS (
-    SELECT * FROM unnest($3::bigint[], $4::text[], $5::boolean[], $6::text[])
-        WITH ORDINALITY AS i(job_id, attempt_id, retryable, error, ord)
-), firsts AS (
-    SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
-), locked_failed AS (
-    SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
-    WHERE j.project_id = $1 AND j.status = 'wip' AND j.attempt_id = f.attempt_id
-      AND j.worker_id = $2 AND j.lease_expires_at > $7 AND j.job_id = ANY ($3::bigint[])
-    ORDER BY j.job_id
-    FOR UPDATE OF j
-), failed AS (
-    UPDATE tracker_jobs j
-    SET status = CASE
-            WHEN NOT f.retryable THEN 'failed'
-            WHEN j.reset_count + 1 > p.max_resets THEN 'reset_exhausted'
-            ELSE 'todo' END,
-        reset_count = CASE WHEN f.retryable THEN j.reset_count + 1 ELSE j.reset_count END,
-        completed_at = CASE
-            WHEN NOT f.retryable OR j.reset_count + 1 > p.max_resets THEN $7
-            ELSE NULL END,
-        execution_error = f.error::jsonb,
-        attempt_id = NULL, worker_id = NULL, last_worker_id = j.worker_id, lease_expires_at = NULL, updated_at = $7
-    FROM firsts f, tracker_projects p
-    WHERE p.id = $1 AND j.job_id = ANY (ARRAY(SELECT job_id FROM locked_failed))
-      AND j.job_id = f.job_id AND j.attempt_id = f.attempt_id AND j.worker_id = $2
-      AND j.lease_expires_at > $7
-    RETURNING f.ord, j.status
-)
-SELECT i.ord, d.status AS job_status
-FROM input i LEFT JOIN failed d ON d.ord = i.ord
-ORDER BY i.ord
-
--- name: extend_batch
--- Extend live leases in one statement (same matching and ordered locking as complete_batch); the
--- deadline only grows: max(current, now + extend_seconds).
-WITH input AS (
-    SELECT * FROM unnest($3::bigint[], $4::text[])
-        WITH ORDINALITY AS i(job_id, attempt_id, ord)
-), firsts AS (
-    SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
-), locked_extended AS (
-    SELECT j.job_id FROM tracker_jobs j JOIN firsts f ON f.job_id = j.job_id
-    WHERE j.project_id = $1 AND j.status = 'wip' AND j.attempt_id = f.attempt_id
-      AND j.worker_id = $2 AND j.lease_expires_at > $5 AND j.job_id = ANY ($3::bigint[])
-    ORDER BY j.job_id
-    FOR UPDATE OF j
-), extended AS (
-    UPDATE tracker_jobs j
-    SET lease_expires_at = GREATEST(j.lease_expires_at, $6), updated_at = $5
-    FROM firsts f
-    WHERE j.job_id = ANY (ARRAY(SELECT job_id FROM locked_extended))
-      AND j.job_id = f.job_id AND j.attempt_id = f.attempt_id AND j.worker_id = $2
-      AND j.lease_expires_at > $5
-    RETURNING f.ord, j.status
-)
-SELECT i.ord, d.status AS job_status
-FROM input i LEFT JOIN extended d ON d.ord = i.ord
-ORDER BY i.ord

@@ -9,26 +9,35 @@ FROM tracker_worker_gate($1, $2) AS g
 
 -- name: complete_op
 -- Route 21 as one autocommit statement: worker_context's checks and worker→user upsert plus
--- complete_batch ($1..$7 as there; $8 user, $9 statuses allowing the op). Nothing is written
--- unless the user is an active worker and the project allows the op (ok is empty otherwise, and
--- the caller falls back to the transactional path, which raises the error). Same ordered
--- locking and re-check as complete_batch; job_statuses are in input order, NULL = rejected.
--- Lock order as on the transactional path: the worker row first (the `count(*) FROM w`
--- condition runs the upsert before any job row is locked), then job rows in job_id order. As
--- in worker_context, an unchanged worker mapping is neither written nor locked.
+-- the batch ($1 project, $2 worker, $3 job ids, $4 attempt ids, $5 outcomes, $6 receipts,
+-- $7 now; $8 user, $9 statuses allowing the op). Nothing is written unless the user is an
+-- active worker and the project allows the op (ok is empty otherwise: the caller re-reads the
+-- checks with worker_context and raises the error, or runs this again if they changed in
+-- between). job_statuses are in input order, NULL = rejected.
+-- Lock order: the worker row first (the `count(*) FROM w` condition runs the upsert before any
+-- job row is locked), then job rows in job_id order. As in worker_context, an unchanged worker
+-- mapping is neither written nor locked.
 -- The lock scan reads tracker_jobs alone, probing the primary key with the batch's job ids:
 -- no join with the items that a plan could run as items × items (a nested loop over the item
 -- list per row: 65,280 rows filtered at 256 items), no per-row test against the list of
 -- attempt ids (8 ms at 256 items), and no status = 'wip' that would let a plan read the
 -- project's live leases through the partial wip index instead. It may lock a row of this
 -- worker whose attempt the batch names wrongly (stale); the UPDATE matches the exact
--- (job, attempt) pairs, so such a row is locked for the statement and not changed. The UPDATE
--- is as in complete_batch (robust to stale planner statistics).
+-- (job, attempt) pairs, so such a row is locked for the statement and not changed. The
+-- project is tested as `(j.project_id = $1) IS TRUE` so that no index led by project_id can
+-- drive the scan (migration 0009: a generic plan made on a young table read the whole project
+-- that way). The UPDATE
+-- reaches its rows through `job_id = ANY (ARRAY(… locked …))`, a primary-key probe whatever
+-- the statistics say (migration 0009 and tests/integration/test_generic_plans.py). The rules are migration 0008's
+-- inlined functions: tracker_rule_active_worker (hq_domain.users.is_active_worker) and
+-- tracker_rule_first_items, the items that may apply (hq_domain.lifecycle.first_items: the
+-- first occurrence of each (job_id, attempt_id); their payload is read by position). The SET
+-- list is hq_domain.lifecycle.complete.
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      p AS (SELECT status FROM tracker_projects WHERE id = $1),
      ok AS (
         SELECT 1 FROM u, p
-        WHERE u.status = 'active' AND 'worker' = ANY (u.roles) AND p.status = ANY ($9::text[])
+        WHERE tracker_rule_active_worker(u.status, u.roles) AND p.status = ANY ($9::text[])
      ),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
@@ -43,13 +52,14 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
             WITH ORDINALITY AS i(job_id, attempt_id, outcome, receipts, ord)
      ),
      firsts AS (
-        SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
+        SELECT f.*, ($5::text[])[f.ord] AS outcome, ($6::text[])[f.ord] AS receipts
+        FROM tracker_rule_first_items($3::bigint[], $4::text[]) AS f
      ),
      locked_done AS (
         SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
           AND j.job_id = ANY ($3::bigint[])
-          AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $7
+          AND (j.project_id = $1) IS TRUE AND j.worker_id = $2 AND j.lease_expires_at > $7
         ORDER BY j.job_id
         FOR UPDATE
      ),
@@ -69,14 +79,16 @@ SELECT EXISTS (SELECT 1 FROM ok) AS ok,
            AS job_statuses
 
 -- name: fail_op
--- Route 22 as one autocommit statement: worker_context + fail_batch ($1..$7 as there; $8 user,
--- $9 allowed statuses), written only when ok (see complete_op). The CASE is
--- hq_domain.lifecycle.on_fail over the project's max_resets read in this statement.
+-- Route 22 as one autocommit statement: worker_context + the batch ($1..$4 as complete_op's,
+-- $5 retryable flags, $6 errors, $7 now; $8 user, $9 allowed statuses), written only when ok
+-- (see complete_op). tracker_rule_fail_status
+-- (migration 0008) is hq_domain.lifecycle.fail's status over the project's max_resets read in
+-- this statement; completed_at is set unless the job goes back to todo.
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      p AS (SELECT status, max_resets FROM tracker_projects WHERE id = $1),
      ok AS (
         SELECT p.max_resets FROM u, p
-        WHERE u.status = 'active' AND 'worker' = ANY (u.roles) AND p.status = ANY ($9::text[])
+        WHERE tracker_rule_active_worker(u.status, u.roles) AND p.status = ANY ($9::text[])
      ),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
@@ -91,26 +103,24 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
             WITH ORDINALITY AS i(job_id, attempt_id, retryable, error, ord)
      ),
      firsts AS (
-        SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
+        SELECT f.*, ($5::boolean[])[f.ord] AS retryable, ($6::text[])[f.ord] AS error
+        FROM tracker_rule_first_items($3::bigint[], $4::text[]) AS f
      ),
      locked_failed AS (
         SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
           AND j.job_id = ANY ($3::bigint[])
-          AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $7
+          AND (j.project_id = $1) IS TRUE AND j.worker_id = $2 AND j.lease_expires_at > $7
         ORDER BY j.job_id
         FOR UPDATE
      ),
      failed AS (
         UPDATE tracker_jobs j
-        SET status = CASE
-                WHEN NOT f.retryable THEN 'failed'
-                WHEN j.reset_count + 1 > ok.max_resets THEN 'reset_exhausted'
-                ELSE 'todo' END,
+        SET status = tracker_rule_fail_status(f.retryable, j.reset_count, ok.max_resets),
             reset_count = CASE WHEN f.retryable THEN j.reset_count + 1 ELSE j.reset_count END,
             completed_at = CASE
-                WHEN NOT f.retryable OR j.reset_count + 1 > ok.max_resets THEN $7
-                ELSE NULL END,
+                WHEN tracker_rule_fail_status(f.retryable, j.reset_count, ok.max_resets) = 'todo'
+                THEN NULL ELSE $7 END,
             execution_error = f.error::jsonb,
             attempt_id = NULL, worker_id = NULL, last_worker_id = j.worker_id, lease_expires_at = NULL, updated_at = $7
         FROM firsts f, ok
@@ -124,13 +134,15 @@ SELECT EXISTS (SELECT 1 FROM ok) AS ok,
            AS job_statuses
 
 -- name: extend_op
--- Route 23 as one autocommit statement: worker_context + extend_batch ($1..$6 as there; $7
--- user, $8 allowed statuses), written only when ok (see complete_op). The deadline only grows.
+-- Route 23 as one autocommit statement: worker_context + the batch ($1..$4 as complete_op's,
+-- $5 now, $6 new deadline; $7 user, $8 allowed statuses), written only when ok (see
+-- complete_op). The deadline only grows
+-- (hq_domain.lifecycle.extend).
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $7),
      p AS (SELECT status FROM tracker_projects WHERE id = $1),
      ok AS (
         SELECT 1 FROM u, p
-        WHERE u.status = 'active' AND 'worker' = ANY (u.roles) AND p.status = ANY ($8::text[])
+        WHERE tracker_rule_active_worker(u.status, u.roles) AND p.status = ANY ($8::text[])
      ),
      w AS (
         INSERT INTO tracker_workers (worker_id, user_id)
@@ -145,13 +157,13 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $7),
             WITH ORDINALITY AS i(job_id, attempt_id, ord)
      ),
      firsts AS (
-        SELECT DISTINCT ON (job_id, attempt_id) * FROM input ORDER BY job_id, attempt_id, ord
+        SELECT * FROM tracker_rule_first_items($3::bigint[], $4::text[])
      ),
      locked_extended AS (
         SELECT j.job_id FROM tracker_jobs j
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
           AND j.job_id = ANY ($3::bigint[])
-          AND j.project_id = $1 AND j.worker_id = $2 AND j.lease_expires_at > $5
+          AND (j.project_id = $1) IS TRUE AND j.worker_id = $2 AND j.lease_expires_at > $5
         ORDER BY j.job_id
         FOR UPDATE
      ),
@@ -183,11 +195,14 @@ SELECT EXISTS (SELECT 1 FROM ok) AS ok,
 -- $1 project, $2 accept types, $3 max_jobs, $4 attempt ids (≥ $3), $5 worker, $6 lease end,
 -- $7 now, $8 user, $9 sweep bound, $10 statuses allowing a claim. Returns ≥ 1 row; job_id
 -- is NULL when nothing was claimed.
+-- Rules (migration 0008, inlined): tracker_rule_type_accepted for accept types, and
+-- tracker_rule_reset_status for swept rows (hq_domain.lifecycle.expire; a revived row is one
+-- it sends back to todo). Picked rows get hq_domain.lifecycle.claim's fields.
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      p AS (SELECT * FROM tracker_projects WHERE id = $1),
      ok AS (
         SELECT p.max_resets, LEAST($3, p.max_jobs_per_claim) AS lim FROM u, p
-        WHERE u.status = 'active' AND 'worker' = ANY (u.roles) AND p.status = ANY ($10::text[])
+        WHERE tracker_rule_active_worker(u.status, u.roles) AND p.status = ANY ($10::text[])
           AND p.dispatch_qps IS NULL AND p.worker_claim_qps IS NULL AND p.claim_order = 'fifo'
      ),
      w AS (
@@ -210,7 +225,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
         SELECT job_id, created_at FROM tracker_jobs
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
           AND project_id = $1 AND status = 'todo'
-          AND (cardinality($2::text[]) = 0 OR COALESCE(spec->>'type', 'seed') = ANY ($2::text[]))
+          AND tracker_rule_type_accepted(spec, $2::text[])
         ORDER BY created_at, job_id
         LIMIT (SELECT COALESCE(max(lim), 0) FROM ok)
         FOR UPDATE SKIP LOCKED
@@ -219,8 +234,8 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
         SELECT job_id, created_at FROM todo
         UNION ALL
         SELECT e.job_id, e.created_at FROM expired e, ok
-        WHERE e.reset_count + 1 <= ok.max_resets
-          AND (cardinality($2::text[]) = 0 OR COALESCE(e.spec->>'type', 'seed') = ANY ($2::text[]))
+        WHERE tracker_rule_reset_status(e.reset_count, ok.max_resets) = 'todo'
+          AND tracker_rule_type_accepted(e.spec, $2::text[])
      ),
      picked AS (
         SELECT job_id, ord FROM (
@@ -236,8 +251,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
         UPDATE tracker_jobs j
         SET status = CASE
                 WHEN t.ord IS NOT NULL THEN 'wip'
-                WHEN j.reset_count + 1 > ok.max_resets THEN 'reset_exhausted'
-                ELSE 'todo' END,
+                ELSE tracker_rule_reset_status(j.reset_count, ok.max_resets) END,
             reset_count = CASE WHEN t.swept THEN j.reset_count + 1 ELSE j.reset_count END,
             last_worker_id = CASE WHEN t.swept THEN j.worker_id ELSE j.last_worker_id END,
             attempt_id = ($4::text[])[t.ord],
@@ -263,7 +277,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      p AS (SELECT * FROM tracker_projects WHERE id = $1),
      ok AS (
         SELECT p.max_resets, LEAST($3, p.max_jobs_per_claim) AS lim FROM u, p
-        WHERE u.status = 'active' AND 'worker' = ANY (u.roles) AND p.status = ANY ($10::text[])
+        WHERE tracker_rule_active_worker(u.status, u.roles) AND p.status = ANY ($10::text[])
           AND p.dispatch_qps IS NULL AND p.worker_claim_qps IS NULL AND p.claim_order = 'random'
      ),
      w AS (
@@ -286,7 +300,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
         SELECT job_id, random_key FROM tracker_jobs
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
           AND project_id = $1 AND status = 'todo'
-          AND (cardinality($2::text[]) = 0 OR COALESCE(spec->>'type', 'seed') = ANY ($2::text[]))
+          AND tracker_rule_type_accepted(spec, $2::text[])
         ORDER BY random_key, job_id
         LIMIT (SELECT COALESCE(max(lim), 0) FROM ok)
         FOR UPDATE SKIP LOCKED
@@ -295,8 +309,8 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
         SELECT job_id, random_key FROM todo
         UNION ALL
         SELECT e.job_id, e.random_key FROM expired e, ok
-        WHERE e.reset_count + 1 <= ok.max_resets
-          AND (cardinality($2::text[]) = 0 OR COALESCE(e.spec->>'type', 'seed') = ANY ($2::text[]))
+        WHERE tracker_rule_reset_status(e.reset_count, ok.max_resets) = 'todo'
+          AND tracker_rule_type_accepted(e.spec, $2::text[])
      ),
      picked AS (
         SELECT job_id, ord FROM (
@@ -312,8 +326,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
         UPDATE tracker_jobs j
         SET status = CASE
                 WHEN t.ord IS NOT NULL THEN 'wip'
-                WHEN j.reset_count + 1 > ok.max_resets THEN 'reset_exhausted'
-                ELSE 'todo' END,
+                ELSE tracker_rule_reset_status(j.reset_count, ok.max_resets) END,
             reset_count = CASE WHEN t.swept THEN j.reset_count + 1 ELSE j.reset_count END,
             last_worker_id = CASE WHEN t.swept THEN j.worker_id ELSE j.last_worker_id END,
             attempt_id = ($4::text[])[t.ord],
