@@ -153,10 +153,12 @@ def test_main_flows(server: str) -> None:
 def test_rate_limited_project(server: str) -> None:
     with httpx.Client(base_url=server, timeout=15) as http:
         call(http, "PUT", "/api/v1/admin/projects/paced", ADMIN_TOKEN,
-             {"status": "active", "client_versions": ["wire/1"], "dispatch_qps": 25})  # fmt: skip
+             {"status": "active", "client_versions": ["wire/1"], "dispatch_qps": 4})  # fmt: skip
         jobs = [{"id": f"job-{i}", "value": "v"} for i in range(6)]
         call(http, "POST", "/api/v1/admin/projects/paced/jobs", ADMIN_TOKEN, {"jobs": jobs})
         worker = WireWorker(http, WORKER_TOKEN, "wire/1", "paced", "pgwork3")
+        # One job per 250 ms: a claim → complete → claim cycle that takes less (anything but a
+        # stalled machine) meets an empty bucket and a 429 with retry_after_ms.
         stats = worker.drain(lambda job, n: "complete", idle_limit=1)
         assert stats.completed == 6 and stats.rate_limited >= 1
 
