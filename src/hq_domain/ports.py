@@ -25,6 +25,7 @@ from hq_domain.worker import (
     FailItem,
     ItemResult,
 )
+from hq_domain.worker_tally import Tallies
 
 R = TypeVar("R")
 Gated = tuple[Principal | None, Project | None, R | None]
@@ -264,11 +265,19 @@ class ObservePort(Protocol):
     async def worker_activity(
         self, project_id: str | None, since_s: int
     ) -> list[WorkerActivity]:
-        """Workers that claimed since ``since_s`` (of one project or all), newest first."""
+        """Workers that claimed, hold jobs or reported results since ``since_s`` (of one
+        project or all), newest first."""
         ...
 
     async def queue_health(self) -> dict[str, tuple[int | None, int]]:
         """Per project: (enqueue time of the oldest todo job or None, expired unswept leases)."""
+        ...
+
+    async def record_worker_minutes(self, tallies: Tallies) -> int:
+        """Add one process's drained :class:`~hq_domain.worker_tally.WorkerTally` (jobs done
+        and failed per project and worker) to the current minute, skipping projects that are
+        gone, and drop minutes older than ``WORKER_MINUTE_RETENTION_S``; returns the rows
+        written. ``worker_activity`` reports the sums over its window."""
         ...
 
 

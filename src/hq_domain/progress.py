@@ -4,7 +4,9 @@ The history is a series of per-minute snapshots of a project's five job counts (
 background loop, never by a request). Rates are differences of snapshots: ``done`` only ever
 grows except when an operator deletes done jobs, so Δdone over a window is the number of jobs
 finished in it; failures are Δ(failed + reset_exhausted), clipped at zero (a requeue moves
-failed jobs back to todo). Keeping snapshots instead of event counters costs the claim path
+failed jobs back to todo). Resets (a retryable failure or a lease expiry, :mod:`hq_domain.lifecycle`)
+leave no trace in the five counts, so each snapshot also carries the project's running total
+of resets, and resets per step are differences of it like the others. Keeping snapshots instead of event counters costs the claim path
 nothing and makes the hourly rollup trivial: the snapshot at the top of each hour is kept.
 """
 
@@ -23,6 +25,8 @@ HOUR_RETENTION_S = 400 * 86400
 RATE_WINDOW_S = 15 * MINUTE_S
 """The "current rate" is the average over the last quarter of an hour."""
 ACTIVE_WORKER_WINDOW_S = 15 * MINUTE_S
+WORKER_MINUTE_RETENTION_S = 2 * 86400
+"""Jobs done/failed per worker and minute (hq_domain.worker_tally) are kept this long."""
 FAILURE_SAMPLE = 1000
 """Recent failures are grouped over at most this many most recent failed jobs."""
 
@@ -31,6 +35,9 @@ FAILURE_SAMPLE = 1000
 class HistoryPoint:
     minute_s: int
     counts: JobCounts
+    resets: int = 0
+    """The project's running total of resets at the snapshot (only differences mean anything:
+    it starts at 0 with the project, or again after a TRUNCATE of the jobs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +49,8 @@ class Progress:
     """Jobs done per minute over the last RATE_WINDOW_S, or None without enough history."""
     eta_seconds: int | None
     """todo + wip at the current rate, or None when there is no rate (or nothing left: 0)."""
+    resets_per_minute: float | None = None
+    """Resets per minute between the snapshots of the last RATE_WINDOW_S, or None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +70,9 @@ class WorkerActivity:
     claim_requests: int
     jobs_claimed: int
     jobs_in_hand: int
+    jobs_done: int = 0
+    """Completions this worker reported in the window (counted by the servers' processes)."""
+    jobs_failed: int = 0
 
 
 def total(c: JobCounts) -> int:
@@ -98,6 +110,19 @@ def rate_per_minute(
     return max(0, now_counts.done - first.counts.done) * MINUTE_S / elapsed
 
 
+def resets_per_minute(
+    points: Sequence[HistoryPoint], now_s: int, window_s: int = RATE_WINDOW_S
+) -> float | None:
+    """Resets per minute between the oldest and the newest snapshot inside the window (the
+    current total is not read on a request: it is only in the snapshots)."""
+    inside = sorted((p for p in points if now_s - window_s <= p.minute_s <= now_s),
+                    key=lambda p: p.minute_s)
+    if len(inside) < 2:
+        return None
+    first, last = inside[0], inside[-1]
+    return max(0, last.resets - first.resets) * MINUTE_S / (last.minute_s - first.minute_s)
+
+
 def progress(points: Sequence[HistoryPoint], now_counts: JobCounts, now_s: int) -> Progress:
     rate = rate_per_minute(points, now_counts, now_s)
     left = now_counts.todo + now_counts.wip
@@ -107,7 +132,7 @@ def progress(points: Sequence[HistoryPoint], now_counts: JobCounts, now_s: int) 
         eta = round(left / rate * MINUTE_S)
     else:
         eta = None
-    return Progress(now_counts, percent_done(now_counts), rate, eta)
+    return Progress(now_counts, percent_done(now_counts), rate, eta, resets_per_minute(points, now_s))
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,10 +143,11 @@ class SeriesPoint:
     done: int
     failed: int
     todo: int
+    resets: int = 0
 
 
 def series(points: Sequence[HistoryPoint], since_s: int, step_s: int) -> list[SeriesPoint]:
-    """Per-step done/failed (snapshot differences) and queue depth, oldest first.
+    """Per-step done/failed/resets (snapshot differences) and queue depth, oldest first.
 
     A step [b, b + step) runs from its first snapshot to the first snapshot of the next step
     (the last step: to the newest snapshot), so partial steps at either end still show; a
@@ -143,7 +169,8 @@ def series(points: Sequence[HistoryPoint], since_s: int, step_s: int) -> list[Se
             continue
         cur, nxt = lo.counts, hi.counts
         failed = (nxt.failed + nxt.reset_exhausted) - (cur.failed + cur.reset_exhausted)
-        out.append(SeriesPoint(b, max(0, nxt.done - cur.done), max(0, failed), nxt.todo))
+        out.append(SeriesPoint(b, max(0, nxt.done - cur.done), max(0, failed), nxt.todo,
+                               max(0, hi.resets - lo.resets)))
     return out
 
 

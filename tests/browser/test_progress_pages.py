@@ -31,7 +31,7 @@ CODES = ["http_500", "http_500", "http_500", "dns_error", "timeout", "http_404"]
 async def _history(store: MemoryStore, clock: ManualClock) -> None:
     """90 minutes of a crawl: a steady rate with a slow patch, failures, several workers."""
     await store.put_project("crawl-2025", ProjectPut(status="active", worker_claim_qps=50.0,
-                                                     max_resets=0))
+                                                     max_resets=2))
     await store.put_project("small", ProjectPut(status="active"))
     for user in ("alice", "bob", "carol"):
         await store.put_user(user, UserStatus.ACTIVE, (Role.WORKER,))
@@ -52,9 +52,15 @@ async def _history(store: MemoryStore, clock: ManualClock) -> None:
             await store.complete(user, "crawl-2025", wid, [
                 CompleteItem(j.job_id, j.attempt_id, Outcome("success"), None) for j in ok])
             await store.fail(user, "crawl-2025", wid, [
-                FailItem(j.job_id, j.attempt_id, False, ExecutionError(rng.choice(CODES), "fetch failed"))
+                FailItem(j.job_id, j.attempt_id, rng.random() < 0.4,
+                         ExecutionError(rng.choice(CODES), "fetch failed"))
                 for j in bad])
+            # what the server's complete/fail routes would have counted for this worker
+            await store.record_worker_minutes({("crawl-2025", wid): (len(ok), len(bad))})
+        if 50 <= minute < 56:  # a worker that vanishes with its leases: the sweep resets them
+            await store.claim("bob", "crawl-2025", ClaimRequest("bob-old", 6, 30, (), 1))
         clock.advance(60)
+        await store.sweep_expired(1000)
     await store.claim("carol", "crawl-2025", ClaimRequest("c-7", 5, 900, (), 1))  # jobs in hand
     await store.record_history()
 
@@ -99,6 +105,8 @@ def test_progress_views(browser, progress_hq: LiveHQ) -> None:  # type: ignore[n
     assert "Progress" in body and "jobs/min" in body and "http_500" in body
     assert page.locator("svg.chart").count() == 2
     assert page.locator("svg.chart rect.s-done").count() >= 60
+    assert page.locator("svg.chart rect.s-reset").count() >= 6
+    assert " /min" in page.inner_text("section.progress dl.kv")  # resets per minute
     assert page.locator("svg.chart polyline.depth").count() == 2
     assert page.locator("table.workers-activity tbody tr").count() == 4
     SHOTS.mkdir(parents=True, exist_ok=True)  # the top of the page: the jobs list follows

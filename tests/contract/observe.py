@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from hq_domain.progress import HOUR_S, MINUTE_RETENTION_S, MINUTE_S, minute_of
+from hq_domain.progress import (
+    HOUR_S,
+    MINUTE_RETENTION_S,
+    MINUTE_S,
+    WORKER_MINUTE_RETENTION_S,
+    minute_of,
+)
 from tests.contract.helpers import (
     WORKER,
     WORKER_USER,
@@ -128,3 +134,83 @@ class ObserveContract:
         assert (await store.queue_health())["p1"] == (created, 1)
         await store.sweep_expired(10)
         assert (await store.queue_health())["p1"] == (created, 0)
+
+    async def _resets(self, store, clock) -> int:
+        await store.record_history()
+        [point] = await store.project_history("p1", minute_of(now_s(clock)))
+        return point.resets
+
+    async def test_resets_are_a_running_total_in_the_history(self, store, clock):
+        """Issue 14: every reset (retryable failure, expiry by the sweep or by a claim, also
+        into reset_exhausted) adds 1; claims, completions, plain failures, requeues, deletes
+        and folds add nothing; the five counts never see it."""
+        await _setup(store, n=4)
+        await put(store, "p1", max_resets=1)
+        assert await self._resets(store, clock) == 0
+        [a, b, c, d] = (await claim(store, max_jobs=4, lease=5)).jobs
+        await complete(store, "p1", done_item(a.job_id, a.attempt_id))
+        await fail(store, "p1", fail_item(d.job_id, d.attempt_id, retryable=False))
+        assert await self._resets(store, clock) == 0
+        await fail(store, "p1", fail_item(b.job_id, b.attempt_id, retryable=True))
+        assert await self._resets(store, clock) == 1
+        clock.advance(10)
+        assert await store.sweep_expired(10) == 1  # c
+        assert await self._resets(store, clock) == 2
+        assert sum((await counts(store)).values()) == 4
+        # b and c again; both expire and the next claim's sweep exhausts them
+        assert len((await claim(store, max_jobs=4, lease=5)).jobs) == 2
+        clock.advance(10)
+        assert (await claim(store, max_jobs=4)).jobs == []
+        assert await counts(store) == {
+            "todo": 0, "wip": 0, "done": 1, "failed": 1, "reset_exhausted": 2}
+        assert await self._resets(store, clock) == 4
+        for job_id in (b.job_id, c.job_id, d.job_id):
+            await store.requeue_job("p1", job_id)
+        await store.delete_job("p1", a.job_id)
+        await store.fold_counts()
+        assert await self._resets(store, clock) == 4
+        assert await counts(store) == {
+            "todo": 3, "wip": 0, "done": 0, "failed": 0, "reset_exhausted": 0}
+        [s] = await store.list_projects()
+        assert s.job_counts.as_dict() == await counts(store)
+
+    async def test_resets_go_with_the_project(self, store, clock):
+        await _setup(store, n=1)
+        [a] = (await claim(store, max_jobs=1)).jobs
+        await fail(store, "p1", fail_item(a.job_id, a.attempt_id, retryable=True))
+        await store.requeue_job("p1", a.job_id)  # reset_exhausted (max_resets 0) → todo
+        assert await self._resets(store, clock) == 1
+        await put(store, "p1", status="archived")
+        await store.delete_project("p1")
+        await put(store, "p1")
+        await store.fold_counts()
+        assert await self._resets(store, clock) == 0
+
+    async def test_worker_minutes_add_up_in_the_window(self, store, clock):
+        """Issue 14: tallies flushed by the servers add per worker and minute; the activity
+        sums them over its window; a gone project's tallies are skipped; retention prunes."""
+        await _setup(store, n=1)
+        await put(store, "p2")
+        t0 = now_s(clock)
+        assert await store.record_worker_minutes({("p1", WORKER): (3, 1), ("p2", "w9"): (1, 0),
+                                                  ("gone", WORKER): (5, 5)}) == 2
+        assert await store.record_worker_minutes({("p1", WORKER): (2, 0)}) == 1
+        assert await store.record_worker_minutes({}) == 0
+        [w] = await store.worker_activity("p1", t0 - 60)
+        assert (w.worker_id, w.jobs_done, w.jobs_failed) == (WORKER, 5, 1)
+        assert (w.jobs_in_hand, w.claim_requests, w.last_seen_s) == (0, 0, minute_of(t0))
+        assert {(x.project_id, x.worker_id, x.jobs_done) for x in
+                await store.worker_activity(None, t0 - 60)} == {("p1", WORKER, 5), ("p2", "w9", 1)}
+        clock.advance(MINUTE_S)
+        await store.record_worker_minutes({("p1", WORKER): (1, 0)})
+        # a window starting after the first minute ended sees only the second
+        [w] = await store.worker_activity("p1", minute_of(t0) + MINUTE_S)
+        assert (w.jobs_done, w.jobs_failed) == (1, 0)
+        [w] = await store.worker_activity("p1", minute_of(t0))
+        assert w.jobs_done == 6
+        await put(store, "p2", status="archived")
+        await store.delete_project("p2")
+        assert [x.project_id for x in await store.worker_activity(None, t0 - 60)] == ["p1"]
+        clock.advance(WORKER_MINUTE_RETENTION_S)
+        await store.record_worker_minutes({})
+        assert await store.worker_activity("p1", 0) == []

@@ -78,6 +78,7 @@ class MProject:
     refilled_at_ns: int | None = None
     jobs: dict[int, MJob] = field(default_factory=dict)
     max_resets_ever: int = 0
+    resets: int = 0  # running total of resets (issue 14: migration 0010's trigger)
 
     def counts(self) -> dict[str, int]:
         out = dict.fromkeys(("todo", "wip", "done", "failed", "reset_exhausted"), 0)
@@ -223,6 +224,7 @@ class Model:
 
     def expire(self, p: MProject, j: MJob, now_s: int) -> None:
         j.reset_count += 1
+        p.resets += 1
         j.status = "reset_exhausted" if j.reset_count > p.max_resets else "todo"
         j.last_worker_id = j.worker_id
         j.attempt_id = j.worker_id = j.lease_expires_at = None
@@ -316,6 +318,7 @@ class Model:
                     j.status, j.completed_at = "failed", now_s
                 else:
                     j.reset_count += 1
+                    p.resets += 1
                     exhausted = j.reset_count > p.max_resets
                     j.status = "reset_exhausted" if exhausted else "todo"
                     j.completed_at = now_s if exhausted else None

@@ -24,6 +24,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from hq_domain.clock import ManualClock
 from hq_domain.errors import HqError
 from hq_domain.jobs import ArtifactReceipt, ExecutionError, JobSpec, JobStatus, Outcome
+from hq_domain.progress import minute_of
 from hq_domain.projects import ProjectPut
 from hq_domain.users import Role, UserStatus
 from hq_domain.worker import AttemptRef, ClaimRequest, CompleteItem, FailItem
@@ -328,6 +329,18 @@ def make_state_machine(factory: StoreFactory) -> type[RuleBasedStateMachine]:
             """Issue 14: folding count deltas (PostgreSQL) never changes a count; the
             invariant checks every project's counts after it, as after every rule."""
             self.run(self.store.fold_counts())
+
+        @rule()
+        def record_history(self):
+            """Issue 14: the snapshot of the current minute holds every project's counts and
+            its running total of resets (expiries, claim-time sweeps, retryable failures;
+            never requeues) as the model counts them."""
+            self.run(self.store.record_history())
+            minute = minute_of(self.now_s)
+            for mp in self.model.projects.values():
+                [point] = self.run(self.store.project_history(mp.id, minute))
+                assert (point.minute_s, point.counts.as_dict(), point.resets) == (
+                    minute, mp.counts(), mp.resets)
 
         # --- rules: admin jobs ---------------------------------------------------------
         def _job_ref(self, data, statuses):

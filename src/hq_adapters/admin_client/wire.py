@@ -52,6 +52,7 @@ class Progress(_In):
     rate_per_minute: float | None
     eta_seconds: int | None
     history_minutes: int
+    resets_per_minute: float | None
 
 
 class ProjectSummary(_In):

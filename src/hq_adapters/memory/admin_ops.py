@@ -44,6 +44,8 @@ def delete_project(state: MemoryState, project_id: str) -> None:
     state.history.pop(project_id, None)
     for key in [k for k in state.claim_buckets if k[0] == project_id]:
         del state.claim_buckets[key]
+    for wkey in [k for k in state.worker_minutes if k[0] == project_id]:
+        del state.worker_minutes[wkey]
 
 
 def enqueue(state: MemoryState, project_id: str, jobs: Sequence[JobSpec], now_ns: int) -> int:

@@ -14,6 +14,7 @@ from hq_adapters.memory.indexes import LeaseHeap, TodoQueues
 from hq_domain import lifecycle
 from hq_domain.identity import identity_key
 from hq_domain.jobs import ALL_STATUSES, Job, JobSpec, JobStatus
+from hq_domain.progress import HistoryPoint
 from hq_domain.projects import JobCounts, Project, ProjectSummary
 from hq_domain.users import User
 
@@ -53,6 +54,8 @@ class ProjectJobs:
     identities: dict[str | bytes, int] = field(default_factory=dict)
     todo: TodoQueues = field(default_factory=TodoQueues)
     leases: LeaseHeap = field(default_factory=LeaseHeap)
+    resets: int = 0
+    """Running total of resets (raises of reset_count), as migration 0010's trigger keeps."""
 
     def todo_rows(self) -> list[Job]:
         return [self.jobs[j] for j in self.by_status[JobStatus.TODO]]
@@ -70,7 +73,9 @@ class MemoryState:
     claim_buckets: dict[tuple[str, str, int], ClaimBucketRow] = field(default_factory=dict)
     workers: dict[str, str] = field(default_factory=dict)  # worker_id → user_id
     # project_id → minute_s → counts snapshot (hq_domain.progress; deleted with the project)
-    history: dict[str, dict[int, JobCounts]] = field(default_factory=dict)
+    history: dict[str, dict[int, HistoryPoint]] = field(default_factory=dict)
+    # (project_id, minute_s, worker_id) → [done, failed] (hq_domain.worker_tally)
+    worker_minutes: dict[tuple[str, int, str], list[int]] = field(default_factory=dict)
     last_job_id: int = 0
 
     def next_job_id(self) -> int:
@@ -125,12 +130,16 @@ class MemoryState:
 
     def apply(self, job: Job, changes: lifecycle.Changes) -> None:
         """Write a transition's fields (hq_domain.lifecycle); status and lease go through
-        :meth:`set_status` and :meth:`set_lease`, which keep the indexes."""
+        :meth:`set_status` and :meth:`set_lease`, which keep the indexes; a rise of reset_count
+        is a reset and adds to the project's running total (as migration 0010's trigger)."""
         for name, value in changes.written().items():
             if name == "status":
                 self.set_status(job, value)
             elif name == "lease_expires_at" and value is not None:
                 self.set_lease(job, value)
+            elif name == "reset_count" and value > job.reset_count:
+                self.project_jobs[job.project_id].resets += 1
+                job.reset_count = value
             else:
                 setattr(job, name, value)
 

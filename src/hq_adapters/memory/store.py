@@ -35,6 +35,7 @@ from hq_domain.worker import (
     ItemResult,
     gate_passes,
 )
+from hq_domain.worker_tally import Tallies
 
 T = TypeVar("T")
 
@@ -274,6 +275,11 @@ class MemoryStore:
 
     async def queue_health(self) -> dict[str, tuple[int | None, int]]:
         return await self._run(lambda now: observe_ops.queue_health(self.state, seconds(now)))
+
+    async def record_worker_minutes(self, tallies: Tallies) -> int:
+        return await self._run(
+            lambda now: observe_ops.record_worker_minutes(self.state, tallies, seconds(now))
+        )
 
     # --- web ------------------------------------------------------------------------------
     async def create_session(self, digest: bytes, user_id: str, expires_at: int) -> None:

@@ -10,12 +10,14 @@ from hq_domain.progress import (
     HOUR_RETENTION_S,
     HOUR_S,
     MINUTE_RETENTION_S,
+    WORKER_MINUTE_RETENTION_S,
     FailureGroup,
     HistoryPoint,
     WorkerActivity,
     group_failures,
     minute_of,
 )
+from hq_domain.worker_tally import Tallies
 
 _PROBE_TOKEN = machine_token_digest("hq-readiness-probe-not-a-token")
 _PROBE_PROJECT = "readyz-probe"
@@ -65,6 +67,7 @@ class PostgresObserve:
                 worker_id=r["worker_id"], user_id=r["user_id"], project_id=r["project_id"],
                 last_seen_s=r["last_ms"] // 1000, claim_requests=int(r["claim_requests"]),
                 jobs_claimed=int(r["jobs_claimed"]), jobs_in_hand=int(r["in_hand"]),
+                jobs_done=int(r["done"]), jobs_failed=int(r["failed"]),
             )
             for r in rows
         ]
@@ -73,3 +76,17 @@ class PostgresObserve:
         oldest = {r["project_id"]: r["oldest_created_at"] for r in await self._db.fetch("oldest_todo_all")}
         expired = {r["project_id"]: r["n"] for r in await self._db.fetch("expired_wip_all", self._db.now_s())}
         return {pid: (oldest[pid], int(expired.get(pid, 0))) for pid in oldest}
+
+    async def record_worker_minutes(self, tallies: Tallies) -> int:
+        now_s = self._db.now_s()
+        keys = sorted(tallies)
+        async with self._db.transaction() as conn:
+            status = "INSERT 0 0"
+            if keys:
+                status = await conn.execute(
+                    q("add_worker_minutes"), minute_of(now_s),
+                    [k[0] for k in keys], [k[1] for k in keys],
+                    [tallies[k][0] for k in keys], [tallies[k][1] for k in keys],
+                )
+            await conn.execute(q("prune_worker_minutes"), now_s - WORKER_MINUTE_RETENTION_S)
+        return row_count(status)

@@ -150,10 +150,11 @@ def project_params(p: Project) -> tuple[Any, ...]:
 
 
 def history_point(r: asyncpg.Record) -> HistoryPoint:
-    """One count snapshot (migration 0005) of ``project_history`` / ``all_history``."""
+    """One count snapshot (migrations 0005, 0010) of ``project_history`` / ``all_history``."""
     return HistoryPoint(
         r["minute_s"],
         JobCounts(r["todo"], r["wip"], r["done"], r["failed"], r["reset_exhausted"]),
+        r["resets"],
     )
 
 

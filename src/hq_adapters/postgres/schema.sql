@@ -135,7 +135,9 @@ CREATE TABLE tracker_job_count_deltas (
     n bigint NOT NULL
 );
 
--- Per-minute snapshots of the job counts (migration 0005; hq_domain.progress has the rules).
+-- Per-minute snapshots of the job counts and the running total of resets (migrations 0005,
+-- 0010; hq_domain.progress has the rules). tracker_job_counts also holds that total, as the
+-- pseudo-status 'resets' (a row trigger of migration 0010).
 CREATE TABLE tracker_project_history (
     project_id text NOT NULL REFERENCES tracker_projects (id) ON DELETE CASCADE,
     minute_s bigint NOT NULL,
@@ -144,8 +146,21 @@ CREATE TABLE tracker_project_history (
     done bigint NOT NULL,
     failed bigint NOT NULL,
     reset_exhausted bigint NOT NULL,
+    resets bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (project_id, minute_s)
 );
+
+-- Jobs done and failed per worker and minute, flushed from each server process's memory by
+-- its background loop (migration 0010).
+CREATE TABLE tracker_worker_minutes (
+    project_id text NOT NULL REFERENCES tracker_projects (id) ON DELETE CASCADE,
+    worker_id text NOT NULL,
+    minute_s bigint NOT NULL,
+    done bigint NOT NULL,
+    failed bigint NOT NULL,
+    PRIMARY KEY (project_id, minute_s, worker_id)
+);
+CREATE INDEX tracker_worker_minutes_minute_idx ON tracker_worker_minutes (minute_s);
 
 -- The rules SQL evaluates inside a statement, one inlinable function each (migration 0008
 -- explains them; tests/integration/test_rule_agreement.py ties each to its hq_domain function).

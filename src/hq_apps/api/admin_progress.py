@@ -48,6 +48,9 @@ def progress_handlers(store: Store, clock: Clock) -> list[HTTPRouteHandler]:
                 rate_per_minute=None if p.rate_per_minute is None else round(p.rate_per_minute, 3),
                 eta_seconds=p.eta_seconds,
                 history_minutes=len(points),
+                resets_per_minute=(
+                    None if p.resets_per_minute is None else round(p.resets_per_minute, 3)
+                ),
             )
         )
 

@@ -23,6 +23,7 @@ from hq_apps.api.worker_routes import worker_handlers
 from hq_apps.settings import Settings
 from hq_domain.clock import Clock, SystemClock
 from hq_domain.ports import Store
+from hq_domain.worker_tally import WorkerTally
 
 
 def _common_handlers(store: Store) -> list[HTTPRouteHandler]:
@@ -45,11 +46,11 @@ def _source_upload_handlers(store: Store, clock: Clock) -> list[HTTPRouteHandler
     return source_handlers(store, clock)
 
 
-def _lifespans(settings: Settings, store: Store, clock: Clock) -> list[Any]:
+def _lifespans(settings: Settings, store: Store, clock: Clock, tally: WorkerTally) -> list[Any]:
     history_s = settings.history_interval_s if settings.sweep_interval_s > 0 else 0
     out = [
         sweeper_lifespan(store, settings.sweep_interval_s, settings.sweep_batch),
-        history_lifespan(store, history_s),
+        history_lifespan(store, history_s, tally=tally),
     ]
     if settings.metrics_listen is not None:
         from hq_apps.metrics.exporter import metrics_lifespan  # only with metrics enabled
@@ -61,13 +62,14 @@ def _lifespans(settings: Settings, store: Store, clock: Clock) -> list[Any]:
 def create_app(settings: Settings, store: Store, clock: Clock | None = None) -> Litestar:
     """Build the tracker app. ``store`` is owned by the caller (opened and closed outside)."""
     clock = clock or SystemClock()
+    tally = WorkerTally()  # jobs done/failed per worker, flushed by the history loop
     handlers: list[Any] = [
         *_common_handlers(store),
         *project_handlers(store),
         *progress_handlers(store, clock),
         *_source_upload_handlers(store, clock),
         *user_handlers(store),
-        *worker_handlers(store),
+        *worker_handlers(store, tally),
     ]
     if settings.web is not None:
         from hq_apps.web import web_handlers  # imported only when the dashboard is enabled
@@ -78,7 +80,7 @@ def create_app(settings: Settings, store: Store, clock: Clock | None = None) -> 
         route_handlers=handlers,
         exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=openapi_config() if settings.openapi else None,
-        lifespan=_lifespans(settings, store, clock),
+        lifespan=_lifespans(settings, store, clock, tally),
         request_max_body_size=GLOBAL_BODY_LIMIT,
         logging_config=None,
         debug=False,

@@ -11,6 +11,7 @@ from typing import Any
 
 from hq_apps.api import observers
 from hq_domain.ports import MaintenancePort, ObservePort
+from hq_domain.worker_tally import WorkerTally
 
 log = logging.getLogger("hq.sweeper")
 
@@ -32,10 +33,25 @@ async def sweep_forever(store: MaintenancePort, interval_s: float, batch: int) -
             log.exception("lease sweep failed")
 
 
-async def observe_forever(store: ObservePort, fold_interval_s: float, history_interval_s: float) -> None:
+async def flush_tally(store: ObservePort, tally: WorkerTally) -> None:
+    """Add what this process's complete/fail routes counted to the per-worker minutes; on
+    failure the counts go back into the tally for the next flush."""
+    drained = tally.drain()
+    try:
+        await store.record_worker_minutes(drained)
+    except BaseException:
+        tally.restore(drained)
+        raise
+
+
+async def observe_forever(
+    store: ObservePort, fold_interval_s: float, history_interval_s: float,
+    tally: WorkerTally | None = None,
+) -> None:
     """Off the request path: fold job-count deltas every ``fold_interval_s`` (keeps count
-    reads cheap) and snapshot the counts every ``history_interval_s``. Any number of
-    processes may run this: folds never double-count and a minute's snapshot is an upsert."""
+    reads cheap), snapshot the counts and flush the worker tally every
+    ``history_interval_s``. Any number of processes may run this: folds never double-count,
+    a minute's snapshot is an upsert and tallies add."""
     next_history = 0.0
     loop = asyncio.get_running_loop()
     while True:
@@ -44,15 +60,18 @@ async def observe_forever(store: ObservePort, fold_interval_s: float, history_in
             if loop.time() >= next_history:
                 next_history = loop.time() + history_interval_s
                 await store.record_history()
+                if tally is not None:
+                    await flush_tally(store, tally)
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("count fold or history snapshot failed")
+            log.exception("count fold, history snapshot or worker tally flush failed")
         await asyncio.sleep(fold_interval_s)
 
 
 def history_lifespan(
-    store: ObservePort, interval_s: float, fold_interval_s: float = 2.0
+    store: ObservePort, interval_s: float, fold_interval_s: float = 2.0,
+    tally: WorkerTally | None = None,
 ) -> Callable[[Any], AbstractAsyncContextManager[None]]:
     @asynccontextmanager
     async def lifespan(_app: Any) -> AsyncIterator[None]:
@@ -60,7 +79,7 @@ def history_lifespan(
             yield
             return
         task = asyncio.create_task(
-            observe_forever(store, min(fold_interval_s, interval_s), interval_s),
+            observe_forever(store, min(fold_interval_s, interval_s), interval_s, tally),
             name="hq-observe",
         )
         try:
@@ -69,6 +88,11 @@ def history_lifespan(
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+            if tally is not None:  # a clean shutdown loses no counts
+                try:
+                    await flush_tally(store, tally)
+                except Exception:
+                    log.exception("worker tally flush at shutdown failed")
 
     return lifespan
 

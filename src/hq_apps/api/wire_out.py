@@ -317,6 +317,7 @@ class ProgressOut(_Out):
     rate_per_minute: float | None
     eta_seconds: int | None
     history_minutes: int
+    resets_per_minute: float | None
 
 
 RESPONSE_TYPES: tuple[type[msgspec.Struct], ...] = (

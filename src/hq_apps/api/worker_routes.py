@@ -33,6 +33,7 @@ from hq_domain.errors import HqError
 from hq_domain.ports import Store
 from hq_domain.projects import WorkerOp, require_op_allowed
 from hq_domain.worker import AttemptRef, ClaimRequest, CompleteItem, FailItem
+from hq_domain.worker_tally import WorkerTally
 
 _Req = Request[Any, Any, Any]
 TAGS = ["worker"]
@@ -87,7 +88,9 @@ async def _status_first(
     raise exc
 
 
-def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
+def worker_handlers(store: Store, tally: WorkerTally) -> list[HTTPRouteHandler]:
+    """``tally`` counts the completions and failures applied, per worker (a dict update on
+    the request path; the history loop flushes it)."""
     @get(
         "/api/v1/projects/{project_id:str}", **op("Project policy", TAGS, None, PolicyOut, **WORKER)
     )
@@ -138,6 +141,7 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
             if results is None:
                 results = await store.complete(principal.user_id, project_id, worker_id, items)
             observers.current.items(project_id, "complete", results)
+            tally.completed(project_id, worker_id, results)
             return json_response(item_results(results))
         principal, _ = await worker_gate(request, store, project_id)
         body = early.get() if early else await read_json(request, w.CompleteIn)
@@ -153,6 +157,7 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
             await _status_first(store, project_id, WorkerOp.COMPLETE, exc)
         results = await store.complete(principal.user_id, project_id, body.worker_id or "", items)
         observers.current.items(project_id, "complete", results)
+        tally.completed(project_id, body.worker_id or "", results)
         return json_response(item_results(results))
 
     @post(
@@ -173,6 +178,7 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
             if results is None:
                 results = await store.fail(principal.user_id, project_id, worker_id, items)
             observers.current.items(project_id, "fail", results)
+            tally.failed(project_id, worker_id, results)
             return json_response(item_results(results))
         principal, _ = await worker_gate(request, store, project_id)
         body = early.get() if early else await read_json(request, w.FailIn)
@@ -187,6 +193,7 @@ def worker_handlers(store: Store) -> list[HTTPRouteHandler]:
             await _status_first(store, project_id, WorkerOp.FAIL, exc)
         results = await store.fail(principal.user_id, project_id, body.worker_id or "", items)
         observers.current.items(project_id, "fail", results)
+        tally.failed(project_id, body.worker_id or "", results)
         return json_response(item_results(results))
 
     @post(

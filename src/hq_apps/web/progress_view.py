@@ -35,10 +35,10 @@ class Chart:
 
 
 def chart(title: str, points: list[SeriesPoint], since_s: int, span_s: int, step_s: int) -> Chart:
-    """Stacked done/failed bars per step and the queue depth as a polyline."""
+    """Stacked done/failed/reset bars per step and the queue depth as a polyline."""
     slots = max(1, span_s // step_s)
     w = CHART_W / slots
-    max_rate = max([p.done + p.failed for p in points] + [1])
+    max_rate = max([p.done + p.failed + p.resets for p in points] + [1])
     max_depth = max([p.todo for p in points] + [1])
     bars, depth = [], []
     for p in points:
@@ -48,9 +48,12 @@ def chart(title: str, points: list[SeriesPoint], since_s: int, span_s: int, step
         x = round(i * w, 2)
         hd = round(CHART_H * p.done / max_rate, 2)
         hf = round(CHART_H * p.failed / max_rate, 2)
+        hr = round(CHART_H * p.resets / max_rate, 2)
         bars.append({"x": x, "w": max(0.5, round(w * 0.8, 2)), "done_y": round(CHART_H - hd, 2),
                      "done_h": hd, "failed_y": round(CHART_H - hd - hf, 2), "failed_h": hf,
-                     "done": p.done, "failed": p.failed, "todo": p.todo, "start": p.start_s})
+                     "reset_y": round(CHART_H - hd - hf - hr, 2), "reset_h": hr,
+                     "done": p.done, "failed": p.failed, "resets": p.resets, "todo": p.todo,
+                     "start": p.start_s})
         depth.append(f"{round(x + w / 2, 2)},{round(CHART_H - CHART_H * p.todo / max_depth, 2)}")
     return Chart(title, bars, " ".join(depth), max_rate, max_depth, not bars)
 
@@ -98,15 +101,20 @@ async def progress_context(store: Store, summary: ProjectSummary, now_s: int) ->
 
 
 async def workers_context(store: Store, project_id: str | None, now_s: int) -> dict[str, Any]:
-    """Active workers of one project (or all) and a leaderboard by user."""
+    """Active workers of one project (or all) and a leaderboard by user (most jobs done in
+    the window first)."""
     workers = await store.worker_activity(project_id, now_s - ACTIVE_WORKER_WINDOW_S)
     board: dict[str, dict[str, int]] = {}
     for w in workers:
-        row = board.setdefault(w.user_id or "(unknown)", {"workers": 0, "claimed": 0, "in_hand": 0})
+        row = board.setdefault(w.user_id or "(unknown)", dict.fromkeys(
+            ("workers", "done", "failed", "claimed", "in_hand"), 0))
         row["workers"] += 1
+        row["done"] += w.jobs_done
+        row["failed"] += w.jobs_failed
         row["claimed"] += w.jobs_claimed
         row["in_hand"] += w.jobs_in_hand
-    leaderboard = sorted(board.items(), key=lambda kv: (-kv[1]["claimed"], -kv[1]["in_hand"], kv[0]))
+    leaderboard = sorted(board.items(), key=lambda kv: (
+        -kv[1]["done"], -kv[1]["claimed"], -kv[1]["in_hand"], kv[0]))
     return {
         "active_workers": workers,
         "leaderboard": leaderboard,

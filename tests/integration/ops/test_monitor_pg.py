@@ -109,6 +109,12 @@ async def known_db(pg_dsn: str) -> str:
         await build_known_state(conn)
         await conn.execute(  # a count snapshot 10 minutes before NOW (migration 0005)
             "INSERT INTO tracker_project_history VALUES ('alpha', $1, 9, 0, 1, 0, 0)", HISTORY_AT)
+        # three resets (migration 0010's row trigger): never part of the job counts below
+        await conn.execute(
+            "UPDATE tracker_jobs SET reset_count = reset_count + 1 WHERE project_id = 'alpha'"
+            " AND status = 'todo'")
+        assert await conn.fetchval("SELECT sum(n) FROM tracker_job_count_deltas"
+                                   " WHERE status = 'resets'") == 3
     finally:
         await conn.close()
     return pg_dsn

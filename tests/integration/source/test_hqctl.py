@@ -292,7 +292,7 @@ def test_admin_commands(admin, conn, capsys) -> None:
     assert "todo=5" in shown
     # issue 14: percent done, rate and ETA from the progress route (no history yet)
     assert "percent_done  0.0%" in shown and "rate          unknown" in shown
-    assert "eta           unknown" in shown
+    assert "eta           unknown" in shown and "resets        unknown" in shown
     assert run(["jobs", "list", "--project-id", "adm", *conn, "--limit", "2", "--json"]) == 0
     page = json.loads(capsys.readouterr().out)
     assert len(page["jobs"]) == 2 and page["next_after_job_id"] == page["jobs"][1]["job_id"]

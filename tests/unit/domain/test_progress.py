@@ -13,6 +13,7 @@ from hq_domain.progress import (
     percent_done,
     progress,
     rate_per_minute,
+    resets_per_minute,
     series,
 )
 from hq_domain.projects import JobCounts
@@ -88,3 +89,20 @@ def test_group_failures_by_code_most_frequent_first() -> None:
     groups = group_failures(rows)
     assert [(g.code, g.jobs, g.last_job_id, g.last_message) for g in groups] == [
         ("http_500", 2, 9, "b"), ("dns", 1, 7, "c"), ("unknown", 1, 3, "")]
+
+
+def test_resets_per_step_and_per_minute() -> None:
+    """Resets are a running total per snapshot: per step and per minute they are differences,
+    clipped at 0 (a TRUNCATE starts the total again)."""
+    points = [HistoryPoint(T0, JobCounts(todo=5), resets=2),
+              HistoryPoint(T0 + 60, JobCounts(todo=5), resets=6),
+              HistoryPoint(T0 + 120, JobCounts(todo=5), resets=1),
+              HistoryPoint(T0 + 180, JobCounts(todo=5), resets=4)]
+    assert [(x.start_s - T0, x.resets) for x in series(points, T0, 60)] == [
+        (0, 4), (60, 0), (120, 3)]
+    assert HistoryPoint(T0, JobCounts()).resets == 0
+    assert resets_per_minute(points[:2], T0 + 90) == 4.0  # 4 between the snapshots 1 min apart
+    assert resets_per_minute(points[:1], T0 + 90) is None  # one snapshot: no rate
+    assert resets_per_minute([], T0) is None
+    p = progress(points[:2], JobCounts(todo=5), T0 + 90)
+    assert p.resets_per_minute == 4.0

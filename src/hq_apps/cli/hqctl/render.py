@@ -157,4 +157,7 @@ def progress_lines(p: wire.Progress | None) -> str:
     pct = "n/a (no jobs)" if p.percent_done is None else f"{p.percent_done:.1f}%"
     rate = ("unknown (needs a minute of history)" if p.rate_per_minute is None
             else f"{p.rate_per_minute:.1f} jobs/min (last 15 min)")
-    return pairs([("percent_done", pct), ("rate", rate), ("eta", duration(p.eta_seconds))])
+    resets = ("unknown" if p.resets_per_minute is None
+              else f"{p.resets_per_minute:.1f}/min (expired leases and retryable failures)")
+    return pairs([("percent_done", pct), ("rate", rate), ("eta", duration(p.eta_seconds)),
+                  ("resets", resets)])
