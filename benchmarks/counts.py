@@ -36,7 +36,9 @@ from hq_domain.users import Role, UserStatus
 from hq_domain.worker import ClaimRequest, CompleteItem
 
 SCALE = parse((Path(__file__).parent / "scale.sql").read_text())
-TRIGGERS = ("tracker_job_counts_ins", "tracker_job_counts_upd", "tracker_job_counts_del")
+# The count triggers (0004) and the reset counter (0010): what issue 14 adds to every write.
+TRIGGERS = ("tracker_job_counts_ins", "tracker_job_counts_upd", "tracker_job_counts_del",
+            "tracker_job_resets")
 TICK = os.sysconf("SC_CLK_TCK")
 
 OLD_GET = """
