@@ -36,7 +36,7 @@ from benchmarks.loadgen.scenario import Spec
 from benchmarks.loadgen.stats import CpuWatch, Latencies
 from hq_adapters.postgres.queries import queries
 from hq_adapters.postgres.store import connect as store_connect
-from hq_adapters.postgres.worker import new_attempt_ids
+from hq_adapters.postgres.worker_binding import new_attempt_ids
 from hq_domain.ids import machine_token_digest
 from hq_domain.projects import ProjectStatus, WorkerOp, op_allowed
 from hq_domain.worker import CLAIM_SWEEP_LIMIT as DEFAULT_CLAIM_SWEEP_LIMIT

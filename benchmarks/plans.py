@@ -19,7 +19,7 @@ from benchmarks.ceiling import _OUTCOME, SERVER_SETTINGS, adapter_statements, al
 from benchmarks.loadgen import admin
 from benchmarks.loadgen.stats import Latencies
 from benchmarks.scale import SQL
-from hq_adapters.postgres.worker import new_attempt_ids
+from hq_adapters.postgres.worker_binding import new_attempt_ids
 from hq_domain.projects import WorkerOp
 from hq_domain.worker import CLAIM_SWEEP_LIMIT as DEFAULT_CLAIM_SWEEP_LIMIT
 

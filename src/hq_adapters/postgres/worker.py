@@ -17,7 +17,6 @@ per execution with their actual size.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -27,11 +26,21 @@ import asyncpg
 from hq_adapters.postgres import rows
 from hq_adapters.postgres.database import Database
 from hq_adapters.postgres.queries import q
+from hq_adapters.postgres.worker_binding import (
+    complete_args,
+    extend_args,
+    fail_args,
+    gate_row,
+    item_results,
+    new_attempt_ids,
+    principal_of,
+    token_digest,
+)
 from hq_domain import ratelimit
 from hq_domain.clock import millis, seconds
 from hq_domain.errors import NotFound, PermissionDenied, ProjectDispatchRateLimited
-from hq_domain.ids import MAX_MACHINE_TOKEN_CHARS, b64url, is_id, machine_token_digest
-from hq_domain.jobs import ClaimedJob, JobStatus
+from hq_domain.ids import is_id
+from hq_domain.jobs import ClaimedJob
 from hq_domain.ports import Gated
 from hq_domain.projects import (
     ClaimOrder,
@@ -60,7 +69,6 @@ R = TypeVar("R")
 ALLOWED_STATUSES = {op: [s.value for s in ProjectStatus if op_allowed(s, op)] for op in WorkerOp}
 """Per worker operation, the project statuses that allow it (bound to the statements' checks)."""
 _CLAIM_SQL = {ClaimOrder.FIFO: "claim_fifo", ClaimOrder.RANDOM: "claim_random"}
-_ATTEMPT_BYTES = 18
 
 
 # Batches up to this size run the one-statement forms through their migration-0006 functions,
@@ -81,14 +89,6 @@ _CLAIM_OP_SQL = {
 }
 
 
-def new_attempt_ids(n: int) -> list[str]:
-    """n ids in the format of :func:`hq_domain.ids.new_attempt_id`, from one urandom call."""
-    raw = secrets.token_bytes(_ATTEMPT_BYTES * n)
-    return [
-        "at_" + b64url(raw[i : i + _ATTEMPT_BYTES]) for i in range(0, len(raw), _ATTEMPT_BYTES)
-    ]
-
-
 # complete/fail/extend with the gate read, in one round trip (small batches)
 _GATED_SQL = {
     WorkerOp.COMPLETE: "gated_complete",
@@ -102,94 +102,6 @@ _MUTATION_SQL = {
     WorkerOp.FAIL: ("fail_op", "fail_op_generic"),
     WorkerOp.EXTEND: ("extend_op", "extend_op_generic"),
 }
-
-
-def _results(items: Sequence[AttemptRef | CompleteItem | FailItem],
-             statuses: Sequence[str | None], lease: int | None = None) -> list[ItemResult]:
-    out = []
-    for item, status in zip(items, statuses, strict=True):
-        if status is None:
-            out.append(ItemResult(item.job_id, item.attempt_id, False))
-        else:
-            out.append(ItemResult(item.job_id, item.attempt_id, True, JobStatus(status), lease))
-    return out
-
-
-def _token_digest(token: str) -> bytes | None:
-    if not token or len(token) > MAX_MACHINE_TOKEN_CHARS:
-        return None
-    return machine_token_digest(token)
-
-
-def _principal(r: asyncpg.Record) -> Principal | None:
-    if r["user_id"] is None:
-        return None
-    return Principal(
-        r["user_id"], UserStatus(r["user_status"]), frozenset(rows.roles(r["user_roles"]))
-    )
-
-
-_FLOATS = ("dispatch_qps", "worker_claim_qps", "dispatch_tokens")
-
-
-def _gate_row(r: asyncpg.Record) -> tuple[Principal | None, Project | None]:
-    """Token owner and project of a tracker_gated_* row (the project row as JSON text)."""
-    if r["project"] is None:
-        return _principal(r), None
-    fields = rows.load(r["project"])
-    for name in _FLOATS:  # JSON writes 25.0 as 25
-        if fields[name] is not None:
-            fields[name] = float(fields[name])
-    return _principal(r), rows.project(fields)
-
-
-def _complete_args(
-    project_id: str, worker_id: str, items: Sequence[CompleteItem], now_s: int
-) -> tuple[Any, ...]:
-    return (
-        project_id,
-        worker_id,
-        [i.job_id for i in items],
-        [i.attempt_id for i in items],
-        [rows.dump(i.outcome.to_json()) for i in items],
-        [
-            rows.dump(
-                None if i.artifact_receipts is None
-                else [r.to_json() for r in i.artifact_receipts]
-            )
-            for i in items
-        ],
-        now_s,
-    )
-
-
-def _fail_args(
-    project_id: str, worker_id: str, items: Sequence[FailItem], now_s: int
-) -> tuple[Any, ...]:
-    return (
-        project_id,
-        worker_id,
-        [i.job_id for i in items],
-        [i.attempt_id for i in items],
-        [i.retryable for i in items],
-        [rows.dump(i.error.to_json()) for i in items],
-        now_s,
-    )
-
-
-def _extend_args(
-    project_id: str, worker_id: str, items: Sequence[AttemptRef], now_s: int,
-    extend_seconds: int,
-) -> tuple[Any, ...]:
-    """The last element is the new lease end."""
-    return (
-        project_id,
-        worker_id,
-        [i.job_id for i in items],
-        [i.attempt_id for i in items],
-        now_s,
-        now_s + extend_seconds,
-    )
 
 
 class PostgresWorker:
@@ -246,9 +158,9 @@ class PostgresWorker:
         self, token: str, project_id: str
     ) -> tuple[Principal | None, Project | None]:
         r = await self._db.fetchrow(
-            "worker_gate", _token_digest(token), project_id if is_id(project_id) else None
+            "worker_gate", token_digest(token), project_id if is_id(project_id) else None
         )
-        return _principal(r), None if r["id"] is None else rows.project(r)
+        return principal_of(r), None if r["id"] is None else rows.project(r)
 
     async def policy(self, user_id: str, project_id: str) -> Project:
         return await self._checked(user_id, project_id, WorkerOp.POLICY)
@@ -352,14 +264,14 @@ class PostgresWorker:
     async def complete(
         self, user_id: str, project_id: str, worker_id: str, items: Sequence[CompleteItem]
     ) -> list[ItemResult]:
-        args = _complete_args(project_id, worker_id, items, self._db.now_s())
-        return _results(items, await self._mutate(WorkerOp.COMPLETE, args, user_id))
+        args = complete_args(project_id, worker_id, items, self._db.now_s())
+        return item_results(items, await self._mutate(WorkerOp.COMPLETE, args, user_id))
 
     async def fail(
         self, user_id: str, project_id: str, worker_id: str, items: Sequence[FailItem]
     ) -> list[ItemResult]:
-        args = _fail_args(project_id, worker_id, items, self._db.now_s())
-        return _results(items, await self._mutate(WorkerOp.FAIL, args, user_id))
+        args = fail_args(project_id, worker_id, items, self._db.now_s())
+        return item_results(items, await self._mutate(WorkerOp.FAIL, args, user_id))
 
     async def extend_lease(
         self,
@@ -369,8 +281,8 @@ class PostgresWorker:
         extend_seconds: int,
         items: Sequence[AttemptRef],
     ) -> list[ItemResult]:
-        args = _extend_args(project_id, worker_id, items, self._db.now_s(), extend_seconds)
-        return _results(items, await self._mutate(WorkerOp.EXTEND, args, user_id), args[-1])
+        args = extend_args(project_id, worker_id, items, self._db.now_s(), extend_seconds)
+        return item_results(items, await self._mutate(WorkerOp.EXTEND, args, user_id), args[-1])
 
     async def _mutate(
         self, op: WorkerOp, args: tuple[Any, ...], user_id: str,
@@ -410,7 +322,7 @@ class PostgresWorker:
     ) -> tuple[bytes | None, str | None, str | None]:
         """Bound like worker_gate's; a version PostgreSQL text cannot hold matches nothing."""
         return (
-            _token_digest(token),
+            token_digest(token),
             project_id if is_id(project_id) else None,
             None if "\x00" in client_version else client_version,
         )
@@ -447,7 +359,7 @@ class PostgresWorker:
             self._claim_sweep_limit,
             ALLOWED_STATUSES[WorkerOp.CLAIM],
         )
-        principal, project = _gate_row(r)
+        principal, project = gate_row(r)
         if not r["ran"]:
             return principal, project, None
         assert principal is not None
@@ -475,7 +387,7 @@ class PostgresWorker:
             _GATED_SQL[op], *self._gate_args(token, project_id, client_version), *args[1:],
             ALLOWED_STATUSES[op],
         )
-        principal, project = _gate_row(r)
+        principal, project = gate_row(r)
         if not r["ran"]:
             return principal, project, None
         assert principal is not None
@@ -485,30 +397,30 @@ class PostgresWorker:
         self, token: str, project_id: str, client_version: str, worker_id: str,
         items: Sequence[CompleteItem],
     ) -> Gated[list[ItemResult]]:
-        args = _complete_args(project_id, worker_id, items, self._db.now_s())
+        args = complete_args(project_id, worker_id, items, self._db.now_s())
         principal, project, statuses = await self._gated_mutate(
             WorkerOp.COMPLETE, token, project_id, client_version, args
         )
-        return principal, project, None if statuses is None else _results(items, statuses)
+        return principal, project, None if statuses is None else item_results(items, statuses)
 
     async def gated_fail(
         self, token: str, project_id: str, client_version: str, worker_id: str,
         items: Sequence[FailItem],
     ) -> Gated[list[ItemResult]]:
-        args = _fail_args(project_id, worker_id, items, self._db.now_s())
+        args = fail_args(project_id, worker_id, items, self._db.now_s())
         principal, project, statuses = await self._gated_mutate(
             WorkerOp.FAIL, token, project_id, client_version, args
         )
-        return principal, project, None if statuses is None else _results(items, statuses)
+        return principal, project, None if statuses is None else item_results(items, statuses)
 
     async def gated_extend_lease(
         self, token: str, project_id: str, client_version: str, worker_id: str,
         extend_seconds: int, items: Sequence[AttemptRef],
     ) -> Gated[list[ItemResult]]:
-        args = _extend_args(project_id, worker_id, items, self._db.now_s(), extend_seconds)
+        args = extend_args(project_id, worker_id, items, self._db.now_s(), extend_seconds)
         principal, project, statuses = await self._gated_mutate(
             WorkerOp.EXTEND, token, project_id, client_version, args
         )
         if statuses is None:
             return principal, project, None
-        return principal, project, _results(items, statuses, args[-1])
+        return principal, project, item_results(items, statuses, args[-1])
