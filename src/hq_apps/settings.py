@@ -55,5 +55,8 @@ class Settings:
     openapi: bool = True
     metrics_listen: tuple[str, int] | None = None
     """Where ``/metrics`` is served (a separate listener); None = no metrics (issue 14)."""
+    worker_fast_path: bool = True
+    """Answer claim/complete/fail/extend-lease at the edge without Litestar's routing
+    (``hq_apps.api.fast_path``); off, Litestar's handlers answer them the same way."""
     history_interval_s: float = 30.0
     """Period of the job-count snapshots (progress history); runs only with the sweeper."""

@@ -14,11 +14,13 @@ from hq_apps.api.admin_users import user_handlers
 from hq_apps.api.auth import authenticate
 from hq_apps.api.edge import GLOBAL_BODY_LIMIT, HqLitestar
 from hq_apps.api.errors import EXCEPTION_HANDLERS
+from hq_apps.api.fast_path import WorkerFastPath
 from hq_apps.api.http import json_response
 from hq_apps.api.openapi import op, openapi_config
 from hq_apps.api.readiness import readiness_handler
 from hq_apps.api.sweeper import history_lifespan, sweeper_lifespan
 from hq_apps.api.wire_out import HealthOut, WhoamiOut
+from hq_apps.api.worker_ops import WorkerOps
 from hq_apps.api.worker_routes import worker_handlers
 from hq_apps.settings import Settings
 from hq_domain.clock import Clock, SystemClock
@@ -63,13 +65,14 @@ def create_app(settings: Settings, store: Store, clock: Clock | None = None) -> 
     """Build the tracker app. ``store`` is owned by the caller (opened and closed outside)."""
     clock = clock or SystemClock()
     tally = WorkerTally()  # jobs done/failed per worker, flushed by the history loop
+    ops = WorkerOps(store, tally)
     handlers: list[Any] = [
         *_common_handlers(store),
         *project_handlers(store),
         *progress_handlers(store, clock),
         *_source_upload_handlers(store, clock),
         *user_handlers(store),
-        *worker_handlers(store, tally),
+        *worker_handlers(store, ops),
     ]
     if settings.web is not None:
         from hq_apps.web import web_handlers  # imported only when the dashboard is enabled
@@ -86,4 +89,6 @@ def create_app(settings: Settings, store: Store, clock: Clock | None = None) -> 
         debug=False,
     )
     framework_caches.bound_router(app)
+    if settings.worker_fast_path:
+        app.worker_fast_path = WorkerFastPath(ops)
     return app

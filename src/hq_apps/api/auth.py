@@ -6,11 +6,7 @@ Check orders are wire-visible: admin = 401 → 403; worker = 401 → 400 (projec
 
 from __future__ import annotations
 
-from typing import Any
-
-from litestar import Request
-
-from hq_apps.api.http import header
+from hq_apps.api.http import Incoming, header
 from hq_apps.api.requestlog import context
 from hq_domain.errors import (
     ClientUpgradeRequired,
@@ -36,14 +32,14 @@ def bearer_token(authorization: str | None) -> str:
     return token
 
 
-def _request_token(request: Request[Any, Any, Any]) -> str:
+def _request_token(request: Incoming) -> str:
     token = bearer_token(header(request, b"authorization"))
     if len(token) > MAX_MACHINE_TOKEN_CHARS:
         raise InvalidMachineToken("invalid machine token")
     return token
 
 
-def _known(request: Request[Any, Any, Any], principal: Principal | None) -> Principal:
+def _known(request: Incoming, principal: Principal | None) -> Principal:
     """401 for an unknown token; else record the caller in the request log context."""
     if principal is None:
         raise InvalidMachineToken("invalid machine token")
@@ -53,29 +49,29 @@ def _known(request: Request[Any, Any, Any], principal: Principal | None) -> Prin
     return principal
 
 
-async def authenticate(request: Request[Any, Any, Any], store: AuthPort) -> Principal:
+async def authenticate(request: Incoming, store: AuthPort) -> Principal:
     return _known(request, await store.principal_for_token(_request_token(request)))
 
 
-async def admin_principal(request: Request[Any, Any, Any], store: AuthPort) -> Principal:
+async def admin_principal(request: Incoming, store: AuthPort) -> Principal:
     """Route auth for ``/api/v1/admin/**``: valid token, then active admin (403)."""
     principal = await authenticate(request, store)
     require_admin(principal)
     return principal
 
 
-def request_token(request: Request[Any, Any, Any]) -> str:
+def request_token(request: Incoming) -> str:
     """The bearer token, or 401 for a missing, malformed or over-long one (no store read)."""
     return _request_token(request)
 
 
-def client_version(request: Request[Any, Any, Any]) -> str:
+def client_version(request: Incoming) -> str:
     """``X-SavewebHQ-Client-Version`` as received; missing reads as "" (never allowed)."""
     return header(request, CLIENT_VERSION_HEADER) or ""
 
 
 def check_worker_gate(
-    request: Request[Any, Any, Any],
+    request: Incoming,
     found: Principal | None,
     project: Project | None,
     project_id: str,
@@ -95,7 +91,7 @@ def check_worker_gate(
 
 
 async def worker_gate(
-    request: Request[Any, Any, Any], store: WorkerPort, project_id: str
+    request: Incoming, store: WorkerPort, project_id: str
 ) -> tuple[Principal, Project]:
     """The client-version gate of every worker route, in the exact order of spec §1.6.
 

@@ -15,6 +15,7 @@ from typing import Any
 from litestar import Litestar
 
 from hq_apps.api import requestlog
+from hq_apps.api.fast_path import WorkerFastPath
 from hq_apps.api.http import encode
 from hq_apps.api.wire_out import ErrorBody, ErrorEnvelope
 
@@ -63,6 +64,8 @@ async def _send_json(send: Any, status: int, body: bytes) -> None:
 
 class HqLitestar(Litestar):
     _allow: dict[str, bytes] | None = None
+    worker_fast_path: WorkerFastPath | None = None
+    """Set by ``create_app``: answers the four worker operations before Litestar routes."""
 
     def _allow_header(self, template: str | None) -> bytes | None:
         """Litestar's automatic OPTIONS reply lists only the first handler's methods."""
@@ -124,6 +127,10 @@ class HqLitestar(Litestar):
                 await _send_json(
                     send_with_headers, 404, _error_body("not_found", "route not found")
                 )
+                return
+            fast = self.worker_fast_path
+            if fast is not None and (matched := fast.match(scope)) is not None:
+                await fast.serve(matched, scope, receive, send, ctx, extra)
                 return
             await super().__call__(scope, receive, send_with_headers)
         finally:

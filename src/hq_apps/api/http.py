@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
-from litestar import Request, Response
+from litestar import Response
 
 from hq_domain.errors import HqError, InvalidRequest
 from hq_domain.validation import DEPTH_MESSAGE
@@ -46,6 +46,17 @@ def no_content() -> Response[None]:
     return Response(None, status_code=204)
 
 
+class Incoming(Protocol):
+    """What the request helpers read of a request: Litestar's ``Request`` and the worker fast
+    path's :class:`hq_apps.api.fast_path.RawRequest` both have it."""
+
+    @property
+    def scope(self) -> Any: ...
+
+    @property
+    def receive(self) -> Any: ...
+
+
 def media_type(value: str | None) -> str | None:
     """The lower-cased ``type/subtype`` of a Content-Type header, or None if unparsable."""
     if not value:
@@ -57,7 +68,7 @@ def media_type(value: str | None) -> str | None:
     return essence
 
 
-def header(request: Request[Any, Any, Any], name: bytes) -> str | None:
+def header(request: Incoming, name: bytes) -> str | None:
     """The first value of a header exactly as received (``name`` lower-case)."""
     for key, value in request.scope["headers"]:
         if key == name:
@@ -65,7 +76,7 @@ def header(request: Request[Any, Any, Any], name: bytes) -> str | None:
     return None
 
 
-async def read_body(request: Request[Any, Any, Any], limit: int = MAX_JSON_BODY) -> bytes:
+async def read_body(request: Incoming, limit: int = MAX_JSON_BODY) -> bytes:
     """The whole body, at most ``limit`` bytes, arriving within the 15 s read timeout."""
     declared = header(request, b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -108,7 +119,7 @@ def decode_json(raw: bytes, kind: type[T]) -> T:
         raise InvalidRequest(f"invalid JSON body: {text}") from None
 
 
-async def read_json(request: Request[Any, Any, Any], kind: type[T]) -> T:
+async def read_json(request: Incoming, kind: type[T]) -> T:
     """Content-type check, capped read, strict decode (spec §1.3 steps 1–3)."""
     if media_type(header(request, b"content-type")) != JSON_MEDIA_TYPE:
         raise InvalidRequest("content type must be application/json")
@@ -145,7 +156,7 @@ class EarlyBody(Generic[T]):
             return None
 
 
-async def read_early(request: Request[Any, Any, Any], kind: type[T]) -> EarlyBody[T] | None:
+async def read_early(request: Incoming, kind: type[T]) -> EarlyBody[T] | None:
     """The body, read now when it declares a Content-Length of at most ``EARLY_BODY_LIMIT``;
     None (nothing read) otherwise, and the route reads it after the gate as usual."""
     declared = header(request, b"content-length")

@@ -45,7 +45,9 @@ async def flush_tally(store: ObservePort, tally: WorkerTally) -> None:
 
 
 async def observe_forever(
-    store: ObservePort, fold_interval_s: float, history_interval_s: float,
+    store: ObservePort,
+    fold_interval_s: float,
+    history_interval_s: float,
     tally: WorkerTally | None = None,
 ) -> None:
     """Off the request path: fold job-count deltas every ``fold_interval_s`` (keeps count
@@ -70,7 +72,9 @@ async def observe_forever(
 
 
 def history_lifespan(
-    store: ObservePort, interval_s: float, fold_interval_s: float = 2.0,
+    store: ObservePort,
+    interval_s: float,
+    fold_interval_s: float = 2.0,
     tally: WorkerTally | None = None,
 ) -> Callable[[Any], AbstractAsyncContextManager[None]]:
     @asynccontextmanager

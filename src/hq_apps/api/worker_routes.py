@@ -1,39 +1,26 @@
-"""Worker API, routes 19–23 (spec §1.6, §1.7.10–§1.7.15).
+"""Worker API, routes 19–23 (spec §1.6, §1.7.10–§1.7.15), as Litestar handlers.
 
-Claim, complete, fail and extend-lease read a small body first (``read_early``) and, when it is
-valid, run the gate read and the operation as one store call (``gated_*``: one round trip on
-PostgreSQL); the gate's checks still raise first, in the wire order. Otherwise — a large or
-invalid body — the gate runs first and the body is read or its error raised afterwards.
+What claim, complete, fail and extend-lease do lives in :mod:`hq_apps.api.worker_ops`; the
+edge usually answers those four through :mod:`hq_apps.api.fast_path` without reaching these
+handlers, which stay the routes' documentation (OpenAPI) and the path for anything the fast path
+does not take (``HQ_WORKER_FAST_PATH=0``).
 """
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any
 
 from litestar import Request, Response, get, post
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
-from hq_apps.api import observers
 from hq_apps.api import wire_in as w
-from hq_apps.api.auth import check_worker_gate, client_version, request_token, worker_gate
-from hq_apps.api.http import json_response, read_early, read_json
+from hq_apps.api.auth import worker_gate
+from hq_apps.api.http import json_response
 from hq_apps.api.openapi import CLIENT_VERSION, WORKER_ERRORS, op
-from hq_apps.api.requestlog import set_worker_id
-from hq_apps.api.wire_out import (
-    BatchResultOut,
-    ClaimOut,
-    PolicyOut,
-    claim_out,
-    item_results,
-    policy_out,
-)
-from hq_domain import validation as v
-from hq_domain.errors import HqError
+from hq_apps.api.wire_out import BatchResultOut, ClaimOut, PolicyOut, policy_out
+from hq_apps.api.worker_ops import WorkerOps
 from hq_domain.ports import Store
-from hq_domain.projects import WorkerOp, require_op_allowed
-from hq_domain.worker import AttemptRef, ClaimRequest, CompleteItem, FailItem
-from hq_domain.worker_tally import WorkerTally
 
 _Req = Request[Any, Any, Any]
 TAGS = ["worker"]
@@ -41,56 +28,7 @@ WORKER: dict[str, Any] = {"errors": WORKER_ERRORS, "params": [CLIENT_VERSION]}
 CLAIM: dict[str, Any] = {**WORKER, "errors": (*WORKER_ERRORS, 429)}
 
 
-def _claim_request(body: w.ClaimIn) -> ClaimRequest:
-    return v.validate_claim(
-        body.worker_id, body.max_jobs, body.lease_seconds, body.accept_types, body.policy_version
-    )
-
-
-# Whole-batch validation for the one-round-trip path (read_early): pure, raises what the
-# gate-first path would raise after the gate (which then also orders 409 before item errors).
-def _complete_batch(body: w.CompleteIn) -> tuple[str, list[CompleteItem]]:
-    items_in = body.items or []
-    v.check_batch_shape(body.worker_id, len(items_in), "invalid completion batch")
-    return body.worker_id or "", [
-        v.complete_item(i.job_id, i.attempt_id, i.outcome, i.artifact_receipts) for i in items_in
-    ]
-
-
-def _fail_batch(body: w.FailIn) -> tuple[str, list[FailItem]]:
-    items_in = body.items or []
-    v.check_batch_shape(body.worker_id, len(items_in), "invalid failure batch")
-    return body.worker_id or "", [
-        v.fail_item(i.job_id, i.attempt_id, i.retryable, i.error) for i in items_in
-    ]
-
-
-def _extend_batch(body: w.ExtendIn) -> tuple[str, int, list[AttemptRef]]:
-    items_in = body.items or []
-    message = "invalid lease extension batch"
-    v.check_batch_shape(body.worker_id, len(items_in), message)
-    seconds = v.check_lease_seconds(body.extend_seconds, message)
-    return (
-        body.worker_id or "",
-        seconds,
-        [v.check_attempt_ref(i.job_id, i.attempt_id) for i in items_in],
-    )
-
-
-async def _status_first(
-    store: Store, project_id: str, op_kind: WorkerOp, exc: HqError
-) -> NoReturn:
-    """Item validation runs inside the reference's transaction, after the project-status
-    check: an invalid item in an inactive project is a 409, not a 400."""
-    project = await store.gate_project(project_id)
-    if project is not None:
-        require_op_allowed(project, op_kind)
-    raise exc
-
-
-def worker_handlers(store: Store, tally: WorkerTally) -> list[HTTPRouteHandler]:
-    """``tally`` counts the completions and failures applied, per worker (a dict update on
-    the request path; the history loop flushes it)."""
+def worker_handlers(store: Store, ops: WorkerOps) -> list[HTTPRouteHandler]:
     @get(
         "/api/v1/projects/{project_id:str}", **op("Project policy", TAGS, None, PolicyOut, **WORKER)
     )
@@ -103,135 +41,27 @@ def worker_handlers(store: Store, tally: WorkerTally) -> list[HTTPRouteHandler]:
         **op("Claim jobs", TAGS, w.ClaimIn, ClaimOut, **CLAIM),
     )
     async def claim(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
-        token = request_token(request)
-        early = await read_early(request, w.ClaimIn)
-        req = early.prepared(_claim_request) if early else None
-        if early is not None and req is not None:
-            found, project, result = await store.gated_claim(
-                token, project_id, client_version(request), req
-            )
-            principal, _ = check_worker_gate(request, found, project, project_id)
-            set_worker_id(request.scope, req.worker_id)
-            if result is None:  # not expected: the gate passed, so the claim should have run
-                result = await store.claim(principal.user_id, project_id, req)
-            observers.current.claim(project_id, len(result.jobs))
-            return json_response(claim_out(result))
-        principal, _ = await worker_gate(request, store, project_id)
-        body = early.get() if early else await read_json(request, w.ClaimIn)
-        set_worker_id(request.scope, body.worker_id)
-        result = await store.claim(principal.user_id, project_id, _claim_request(body))
-        observers.current.claim(project_id, len(result.jobs))
-        return json_response(claim_out(result))
+        return json_response(await ops.claim(request, project_id))
 
     @post(
         "/api/v1/projects/{project_id:str}/jobs/complete",
         **op("Complete attempts", TAGS, w.CompleteIn, BatchResultOut, **WORKER),
     )
     async def complete(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
-        token = request_token(request)
-        early = await read_early(request, w.CompleteIn)
-        ready = early.prepared(_complete_batch) if early else None
-        if ready is not None:
-            worker_id, items = ready
-            found, project, results = await store.gated_complete(
-                token, project_id, client_version(request), worker_id, items
-            )
-            principal, _ = check_worker_gate(request, found, project, project_id)
-            set_worker_id(request.scope, worker_id)
-            if results is None:
-                results = await store.complete(principal.user_id, project_id, worker_id, items)
-            observers.current.items(project_id, "complete", results)
-            tally.completed(project_id, worker_id, results)
-            return json_response(item_results(results))
-        principal, _ = await worker_gate(request, store, project_id)
-        body = early.get() if early else await read_json(request, w.CompleteIn)
-        set_worker_id(request.scope, body.worker_id)
-        items_in = body.items or []
-        v.check_batch_shape(body.worker_id, len(items_in), "invalid completion batch")
-        try:
-            items = [
-                v.complete_item(i.job_id, i.attempt_id, i.outcome, i.artifact_receipts)
-                for i in items_in
-            ]
-        except HqError as exc:
-            await _status_first(store, project_id, WorkerOp.COMPLETE, exc)
-        results = await store.complete(principal.user_id, project_id, body.worker_id or "", items)
-        observers.current.items(project_id, "complete", results)
-        tally.completed(project_id, body.worker_id or "", results)
-        return json_response(item_results(results))
+        return json_response(await ops.complete(request, project_id))
 
     @post(
         "/api/v1/projects/{project_id:str}/jobs/fail",
         **op("Fail attempts", TAGS, w.FailIn, BatchResultOut, **WORKER),
     )
     async def fail(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
-        token = request_token(request)
-        early = await read_early(request, w.FailIn)
-        ready = early.prepared(_fail_batch) if early else None
-        if ready is not None:
-            worker_id, items = ready
-            found, project, results = await store.gated_fail(
-                token, project_id, client_version(request), worker_id, items
-            )
-            principal, _ = check_worker_gate(request, found, project, project_id)
-            set_worker_id(request.scope, worker_id)
-            if results is None:
-                results = await store.fail(principal.user_id, project_id, worker_id, items)
-            observers.current.items(project_id, "fail", results)
-            tally.failed(project_id, worker_id, results)
-            return json_response(item_results(results))
-        principal, _ = await worker_gate(request, store, project_id)
-        body = early.get() if early else await read_json(request, w.FailIn)
-        set_worker_id(request.scope, body.worker_id)
-        items_in = body.items or []
-        v.check_batch_shape(body.worker_id, len(items_in), "invalid failure batch")
-        try:
-            items = [
-                v.fail_item(i.job_id, i.attempt_id, i.retryable, i.error) for i in items_in
-            ]
-        except HqError as exc:
-            await _status_first(store, project_id, WorkerOp.FAIL, exc)
-        results = await store.fail(principal.user_id, project_id, body.worker_id or "", items)
-        observers.current.items(project_id, "fail", results)
-        tally.failed(project_id, body.worker_id or "", results)
-        return json_response(item_results(results))
+        return json_response(await ops.fail(request, project_id))
 
     @post(
         "/api/v1/projects/{project_id:str}/jobs/extend-lease",
         **op("Extend leases", TAGS, w.ExtendIn, BatchResultOut, **WORKER),
     )
     async def extend_lease(request: _Req, project_id: FromPath[str]) -> Response[bytes]:
-        token = request_token(request)
-        early = await read_early(request, w.ExtendIn)
-        ready = early.prepared(_extend_batch) if early else None
-        if ready is not None:
-            worker_id, seconds, refs = ready
-            found, project, results = await store.gated_extend_lease(
-                token, project_id, client_version(request), worker_id, seconds, refs
-            )
-            principal, _ = check_worker_gate(request, found, project, project_id)
-            set_worker_id(request.scope, worker_id)
-            if results is None:
-                results = await store.extend_lease(
-                    principal.user_id, project_id, worker_id, seconds, refs
-                )
-            observers.current.items(project_id, "extend", results)
-            return json_response(item_results(results))
-        principal, _ = await worker_gate(request, store, project_id)
-        body = early.get() if early else await read_json(request, w.ExtendIn)
-        set_worker_id(request.scope, body.worker_id)
-        items_in = body.items or []
-        message = "invalid lease extension batch"
-        v.check_batch_shape(body.worker_id, len(items_in), message)
-        seconds = v.check_lease_seconds(body.extend_seconds, message)
-        try:
-            refs = [v.check_attempt_ref(i.job_id, i.attempt_id) for i in items_in]
-        except HqError as exc:
-            await _status_first(store, project_id, WorkerOp.EXTEND, exc)
-        results = await store.extend_lease(
-            principal.user_id, project_id, body.worker_id or "", seconds, refs
-        )
-        observers.current.items(project_id, "extend", results)
-        return json_response(item_results(results))
+        return json_response(await ops.extend_lease(request, project_id))
 
     return [project_policy, claim, complete, fail, extend_lease]
