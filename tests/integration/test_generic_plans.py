@@ -25,13 +25,25 @@ from hq_domain.projects import WorkerOp
 
 pytestmark = pytest.mark.postgres
 
-_OPS = ("claim_op_fifo", "claim_op_random", "complete_op", "fail_op", "extend_op")
+_OPS = (
+    "claim_op_fifo",
+    "claim_op_random",
+    "complete_op",
+    "fail_op",
+    "extend_op",
+    "complete_one",
+    "fail_one",
+    "extend_one",
+)
 B = GENERIC_PLAN_MAX_ITEMS
 SWEEP = 256
 NOW = 1_000_000
 # What every worker function carries (0006, 0009); the tests plan under the same settings.
-FUNCTION_SETTINGS = {"plan_cache_mode": "force_generic_plan", "enable_seqscan": "off",
-                     "enable_bitmapscan": "off"}
+FUNCTION_SETTINGS = {
+    "plan_cache_mode": "force_generic_plan",
+    "enable_seqscan": "off",
+    "enable_bitmapscan": "off",
+}
 _CONFIG = sorted(f"{k}={v}" for k, v in FUNCTION_SETTINGS.items())
 
 
@@ -53,8 +65,14 @@ async def test_function_bodies_are_the_named_blocks(pg_dsn) -> None:
             body = src.split("RETURN QUERY\n", 1)[1].rsplit(";\nEND", 1)[0].strip()
             assert body == _statement(name), f"{name}: replace tracker_{name} in a migration"
             assert sorted(config) == _CONFIG
-        for name in ("worker_gate", "gate_row", "gated_claim", "gated_complete", "gated_fail",
-                     "gated_extend"):
+        for name in (
+            "worker_gate",
+            "gate_row",
+            "gated_claim",
+            "gated_complete",
+            "gated_fail",
+            "gated_extend",
+        ):
             config = await conn.fetchval(
                 "SELECT proconfig FROM pg_proc WHERE proname = $1", f"tracker_{name}"
             )
@@ -82,7 +100,8 @@ async def _setup(conn: asyncpg.Connection) -> None:
         await conn.execute(
             "INSERT INTO tracker_projects (id, status, identity_mode, claim_order, created_at, "
             "updated_at) VALUES ($1, 'active', 'none', $2, 0, 0)",
-            project, order,
+            project,
+            order,
         )
     # Statistics from when the projects held only a few todo rows ...
     for project in ("p", "r"):
@@ -125,8 +144,10 @@ async def _literals(conn: asyncpg.Connection, args: list[Any]) -> list[str]:
     """EXPLAIN EXECUTE takes the parameters as SQL literals: bind them through a helper query."""
     return await conn.fetchval(
         "SELECT array_agg(quote_nullable(x)) FROM unnest($1::text[]) AS x",
-        [a if isinstance(a, str) or a is None else _array(a) if isinstance(a, list) else str(a)
-         for a in args],
+        [
+            a if isinstance(a, str) or a is None else _array(a) if isinstance(a, list) else str(a)
+            for a in args
+        ],
     )
 
 
@@ -143,7 +164,13 @@ def _check(
     for n in nodes:
         if n.get("Relation Name") == "tracker_jobs" and n["Node Type"] != "ModifyTable":
             assert n["Node Type"] in {"Index Scan", "Index Only Scan"}, n["Node Type"]
-            assert n["Index Name"] in allowed, (n["Index Name"], n.get("Subplan Name"), n.get("Index Cond"), n.get("Filter"), n.get("Parent Relationship"))
+            assert n["Index Name"] in allowed, (
+                n["Index Name"],
+                n.get("Subplan Name"),
+                n.get("Index Cond"),
+                n.get("Filter"),
+                n.get("Parent Relationship"),
+            )
             read = (n["Actual Rows"] + n.get("Rows Removed by Filter", 0)) * n["Actual Loops"]
             assert read <= most, (n["Index Name"], read)
         assert n.get("Rows Removed by Join Filter", 0) <= joined, n["Node Type"]
@@ -152,12 +179,45 @@ def _check(
 def _mutations(ids: list[int], attempts: list[str]) -> dict[str, list[Any]]:
     n = len(ids)
     return {
-        "complete_op": ["p", "w", ids, attempts, ["{}"] * n, ["null"] * n, NOW, "u",
-                        ALLOWED_STATUSES[WorkerOp.COMPLETE]],
-        "fail_op": ["p", "w", ids, attempts, [True] * n, ['{"code":"e"}'] * n, NOW, "u",
-                    ALLOWED_STATUSES[WorkerOp.FAIL]],
-        "extend_op": ["p", "w", ids, attempts, NOW, NOW + 600, "u", ALLOWED_STATUSES[WorkerOp.EXTEND]],
+        "complete_op": [
+            "p",
+            "w",
+            ids,
+            attempts,
+            ["{}"] * n,
+            ["null"] * n,
+            NOW,
+            "u",
+            ALLOWED_STATUSES[WorkerOp.COMPLETE],
+        ],
+        "fail_op": [
+            "p",
+            "w",
+            ids,
+            attempts,
+            [True] * n,
+            ['{"code":"e"}'] * n,
+            NOW,
+            "u",
+            ALLOWED_STATUSES[WorkerOp.FAIL],
+        ],
+        "extend_op": [
+            "p",
+            "w",
+            ids,
+            attempts,
+            NOW,
+            NOW + 600,
+            "u",
+            ALLOWED_STATUSES[WorkerOp.EXTEND],
+        ],
     }
+
+
+def _ones(ids: list[int], attempts: list[str]) -> dict[str, list[Any]]:
+    """The one-item forms (migration 0011) with the first held item."""
+    return {name.replace("_op", "_one"): args
+            for name, args in _mutations(ids[:1], attempts[:1]).items()}  # fmt: skip
 
 
 _HELD = """
@@ -194,13 +254,26 @@ async def test_generic_plans_read_only_the_batch_and_the_sweep(pg_dsn) -> None:
     try:
         await _setup(conn)
         for name, project in (("claim_op_fifo", "p"), ("claim_op_random", "r")):
-            nodes = await _explain(conn, name, [
-                project, [], B, [f"at_new{i}" for i in range(B)], "w", NOW + 300, NOW, "u",
-                SWEEP, ALLOWED_STATUSES[WorkerOp.CLAIM],
-            ])
+            nodes = await _explain(
+                conn,
+                name,
+                [
+                    project,
+                    [],
+                    B,
+                    [f"at_new{i}" for i in range(B)],
+                    "w",
+                    NOW + 300,
+                    NOW,
+                    "u",
+                    SWEEP,
+                    ALLOWED_STATUSES[WorkerOp.CLAIM],
+                ],
+            )
             queue = "tracker_jobs_claim_idx" if project == "p" else "tracker_jobs_claim_random_idx"
             _check(
-                nodes, {queue, "tracker_jobs_expired_order_idx", "tracker_jobs_pkey"},
+                nodes,
+                {queue, "tracker_jobs_expired_order_idx", "tracker_jobs_pkey"},
                 SWEEP + B + 1,
             )
         held = await conn.fetch(_HELD, NOW, B)
@@ -208,6 +281,9 @@ async def test_generic_plans_read_only_the_batch_and_the_sweep(pg_dsn) -> None:
         for name, args in _mutations(ids, attempts).items():
             _check(await _explain(conn, name, args), {"tracker_jobs_pkey"}, B)
             await conn.execute(_RESTORE, NOW + 300, ids)  # EXPLAIN ANALYZE wrote: undo it
+        for name, args in _ones(ids, attempts).items():
+            _check(await _explain(conn, name, args), {"tracker_jobs_pkey"}, 1)
+            await conn.execute(_RESTORE, NOW + 300, ids)
     finally:
         await conn.close()
 
@@ -232,9 +308,19 @@ async def test_generic_plans_cached_on_a_young_table_stay_on_the_batch(pg_dsn) -
         await conn.execute(_JOB, "p", "wip", "w", NOW + 300, B)
         held = await conn.fetch(_HELD, NOW, B)
         ids, attempts = [r["job_id"] for r in held], [r["attempt_id"] for r in held]
-        claim = ["p", [], B, [f"at_new{i}" for i in range(B)], "w", NOW + 300, NOW, "u", SWEEP,
-                 ALLOWED_STATUSES[WorkerOp.CLAIM]]
-        ops = {"claim_op_fifo": claim, **_mutations(ids, attempts)}
+        claim = [
+            "p",
+            [],
+            B,
+            [f"at_new{i}" for i in range(B)],
+            "w",
+            NOW + 300,
+            NOW,
+            "u",
+            SWEEP,
+            ALLOWED_STATUSES[WorkerOp.CLAIM],
+        ]
+        ops = {"claim_op_fifo": claim, **_mutations(ids, attempts), **_ones(ids, attempts)}
         for name, args in ops.items():  # the first request plans while the table is young
             await _explain(conn, name, args)
             await conn.execute(_RESTORE, NOW + 300, ids)
@@ -245,11 +331,14 @@ async def test_generic_plans_cached_on_a_young_table_stay_on_the_batch(pg_dsn) -
         for name, args in ops.items():
             nodes = await _execute(conn, name, args)
             if name == "claim_op_fifo":
-                allowed = {"tracker_jobs_claim_idx", "tracker_jobs_expired_order_idx",
-                           "tracker_jobs_pkey"}
+                allowed = {
+                    "tracker_jobs_claim_idx",
+                    "tracker_jobs_expired_order_idx",
+                    "tracker_jobs_pkey",
+                }
                 _check(nodes, allowed, SWEEP + B + 1)
             else:
-                _check(nodes, {"tracker_jobs_pkey"}, B)
+                _check(nodes, {"tracker_jobs_pkey"}, 1 if name.endswith("_one") else B)
             await conn.execute(_RESTORE, NOW + 300, ids)
     finally:
         await conn.close()

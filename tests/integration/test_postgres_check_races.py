@@ -29,7 +29,7 @@ from hq_domain.worker import AttemptRef, ClaimRequest, CompleteItem, FailItem
 pytestmark = pytest.mark.postgres
 
 Change = Callable[[], Awaitable[Any]]
-_OPS = ("complete_op", "fail_op", "extend_op")
+_OPS = ("complete_op", "fail_op", "extend_op", "complete_one", "fail_one", "extend_one")
 
 
 class Interleaved(Database):

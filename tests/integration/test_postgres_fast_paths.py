@@ -133,7 +133,9 @@ async def test_fast_mutations_match_first_live_attempts_only(
     worker = PostgresWorker(store.database, generic_plan_max_items=generic_max)
     try:
         await store.put_user("u", UserStatus.ACTIVE, [Role.WORKER])
-        await store.put_project("p", ProjectPut(status="active", identity_mode="none", max_resets=1))
+        await store.put_project(
+            "p", ProjectPut(status="active", identity_mode="none", max_resets=1)
+        )
         await store.enqueue("p", [JobSpec(f"v{i}") for i in range(6)])
         mine = (await store.claim("u", "p", ClaimRequest("w", 4, 30, (), 1))).jobs
         other = (await store.claim("u", "p", ClaimRequest("x", 1, 30, (), 1))).jobs
@@ -146,15 +148,21 @@ async def test_fast_mutations_match_first_live_attempts_only(
         now = seconds(clock.now_ns())
         if op == "complete":
             out = await worker.complete(
-                "u", "p", "w",
+                "u",
+                "p",
+                "w",
                 [CompleteItem(i.job_id, i.attempt_id, Outcome("success"), None) for i in items],
             )
             applied = ["done"] * 4
         elif op == "fail":  # retryable at even input positions: todo (1 reset ≤ 1), else failed
             out = await worker.fail(
-                "u", "p", "w",
-                [FailItem(i.job_id, i.attempt_id, n % 2 == 0, ExecutionError("e"))
-                 for n, i in enumerate(items)],
+                "u",
+                "p",
+                "w",
+                [
+                    FailItem(i.job_id, i.attempt_id, n % 2 == 0, ExecutionError("e"))
+                    for n, i in enumerate(items)
+                ],
             )
             applied = ["todo", "todo", "failed", "todo"]  # mine0..3 at positions 0, 2, 3, 4
         else:
@@ -197,8 +205,9 @@ async def test_unchanged_worker_mapping_is_not_locked(pg_dsn, max_jobs: int) -> 
             got = await asyncio.wait_for(
                 store.claim("u", "p", ClaimRequest("w", max_jobs, 30, (), 1)), 30
             )
-            items = [CompleteItem(j.job_id, j.attempt_id, Outcome("success"), None)
-                     for j in got.jobs]
+            items = [
+                CompleteItem(j.job_id, j.attempt_id, Outcome("success"), None) for j in got.jobs
+            ]
             done = await asyncio.wait_for(store.complete("u", "p", "w", items), 30)
             assert [r.applied for r in done] == [True] * len(items)
         await store.claim("v", "p", ClaimRequest("w", max_jobs, 30, (), 1))
@@ -206,4 +215,69 @@ async def test_unchanged_worker_mapping_is_not_locked(pg_dsn, max_jobs: int) -> 
         assert m.user_id == "v"
     finally:
         await holder.close()
+        await store.close()
+
+
+@pytest.mark.parametrize("case", ["live", "stale", "other", "expired", "finished", "elsewhere"])
+@pytest.mark.parametrize("op", ["complete", "fail", "extend"])
+async def test_one_item_form_applies_only_a_live_attempt_of_this_worker(
+    pg_dsn, op: str, case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch of one runs the one-item statements of migration 0011 (``*_one``): the same
+    checks as the batch form, item by item — only this worker's live attempt of this project
+    changes, and nothing else does."""
+    clock = ManualClock()
+    pool = await asyncpg.create_pool(pg_dsn, min_size=1, max_size=2)
+    store = PostgresStore(pool, clock)
+    worker = PostgresWorker(store.database)
+    used: list[str] = []
+    fetchrow = store.database.fetchrow
+
+    async def spy(name: str, *args: object) -> object:
+        used.append(name)
+        return await fetchrow(name, *args)
+
+    monkeypatch.setattr(store.database, "fetchrow", spy)
+    try:
+        await store.put_user("u", UserStatus.ACTIVE, [Role.WORKER])
+        for project in ("p", "q"):
+            await store.put_project(project, ProjectPut(status="active", identity_mode="none"))
+            await store.enqueue(project, [JobSpec(f"v{i}") for i in range(4)])
+        mine = (await store.claim("u", "p", ClaimRequest("w", 2, 30, (), 1))).jobs
+        other = (await store.claim("u", "p", ClaimRequest("x", 1, 30, (), 1))).jobs
+        short = (await store.claim("u", "p", ClaimRequest("w", 1, 1, (), 1))).jobs
+        theirs = (await store.claim("u", "q", ClaimRequest("w", 1, 30, (), 1))).jobs
+        await store.complete("u", "p", "w", [CompleteItem(mine[1].job_id, mine[1].attempt_id,
+                                                          Outcome("success"), None)])  # fmt: skip
+        clock.advance(2)  # `short` has expired
+        ref = {
+            "live": AttemptRef(mine[0].job_id, mine[0].attempt_id),
+            "stale": AttemptRef(mine[0].job_id, "at_stale"),
+            "other": AttemptRef(other[0].job_id, other[0].attempt_id),
+            "expired": AttemptRef(short[0].job_id, short[0].attempt_id),
+            "finished": AttemptRef(mine[1].job_id, mine[1].attempt_id),
+            "elsewhere": AttemptRef(theirs[0].job_id, theirs[0].attempt_id),  # project q's
+        }[case]
+        before = [tuple(r) for p in ("p", "q") for r in await pool.fetch(_STATE, p)]
+        used.clear()
+        if op == "complete":
+            out = await worker.complete(
+                "u", "p", "w", [CompleteItem(ref.job_id, ref.attempt_id, Outcome("ok"), None)]
+            )
+        elif op == "fail":
+            out = await worker.fail(
+                "u", "p", "w", [FailItem(ref.job_id, ref.attempt_id, True, ExecutionError("e"))]
+            )
+        else:
+            out = await worker.extend_lease("u", "p", "w", 60, [ref])
+        assert used == [f"{op}_one_generic"]
+        want = {"complete": "done", "fail": "todo", "extend": "wip"}[op] if case == "live" else None
+        assert [(r.job_id, r.applied, r.job_status) for r in out] == [
+            (ref.job_id, case == "live", want)
+        ]
+        after = [tuple(r) for p in ("p", "q") for r in await pool.fetch(_STATE, p)]
+        assert len([a for a, b in zip(after, before, strict=True) if a != b]) == (
+            1 if case == "live" else 0
+        )
+    finally:
         await store.close()

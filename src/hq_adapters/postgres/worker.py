@@ -96,11 +96,11 @@ _GATED_SQL = {
     WorkerOp.EXTEND: "gated_extend",
 }
 
-# complete/fail/extend: (one-statement form, its generic-plan call)
+# complete/fail/extend: (one-statement form, its generic-plan call, the one-item form's call)
 _MUTATION_SQL = {
-    WorkerOp.COMPLETE: ("complete_op", "complete_op_generic"),
-    WorkerOp.FAIL: ("fail_op", "fail_op_generic"),
-    WorkerOp.EXTEND: ("extend_op", "extend_op_generic"),
+    WorkerOp.COMPLETE: ("complete_op", "complete_op_generic", "complete_one_generic"),
+    WorkerOp.FAIL: ("fail_op", "fail_op_generic", "fail_one_generic"),
+    WorkerOp.EXTEND: ("extend_op", "extend_op_generic", "extend_one_generic"),
 }
 
 
@@ -293,12 +293,19 @@ class PostgresWorker:
         ``args`` start with project and worker id. The one-statement form does it all in one
         round trip (``fast_row``: its result when a gated call already ran it)."""
         if fast_row is None:
-            custom, generic = _MUTATION_SQL[op]
-            fast = generic if len(args[2]) <= self._generic_max else custom
-            fast_row = await self._db.fetchrow(fast, *args, user_id, ALLOWED_STATUSES[op])
+            fast_row = await self._db.fetchrow(
+                self._mutation_sql(op, len(args[2])), *args, user_id, ALLOWED_STATUSES[op]
+            )
         if fast_row["ok"]:
             return list(fast_row["job_statuses"])
         return await self._declined(op, args, user_id)
+
+    def _mutation_sql(self, op: WorkerOp, items: int) -> str:
+        """The statement for a batch of ``items`` (the gated functions choose alike)."""
+        custom, generic, one = _MUTATION_SQL[op]
+        if items > self._generic_max:
+            return custom
+        return one if items == 1 else generic
 
     async def _declined(
         self, op: WorkerOp, args: tuple[Any, ...], user_id: str
@@ -308,9 +315,9 @@ class PostgresWorker:
         changed since the statement's read, which then counts as not yet seen: the statement
         runs again with the new state (once; another change in that window is an error)."""
         await self._checked(user_id, args[0], op)
-        custom, generic = _MUTATION_SQL[op]
-        fast = generic if len(args[2]) <= self._generic_max else custom
-        row = await self._db.fetchrow(fast, *args, user_id, ALLOWED_STATUSES[op])
+        row = await self._db.fetchrow(
+            self._mutation_sql(op, len(args[2])), *args, user_id, ALLOWED_STATUSES[op]
+        )
         if row["ok"]:
             return list(row["job_statuses"])
         await self._checked(user_id, args[0], op)
