@@ -65,18 +65,16 @@ async def test_function_bodies_are_the_named_blocks(pg_dsn) -> None:
             body = src.split("RETURN QUERY\n", 1)[1].rsplit(";\nEND", 1)[0].strip()
             assert body == _statement(name), f"{name}: replace tracker_{name} in a migration"
             assert sorted(config) == _CONFIG
-        for name in (
-            "worker_gate",
-            "gate_row",
-            "gated_claim",
-            "gated_complete",
-            "gated_fail",
-            "gated_extend",
-        ):
-            config = await conn.fetchval(
-                "SELECT proconfig FROM pg_proc WHERE proname = $1", f"tracker_{name}"
+        # The gated functions read the gate with the gate_row block written into them (0011).
+        gate = f"SELECT * INTO g FROM (\n{_statement('gate_row')}\n    ) AS gate;"
+        for name in ("worker_gate", "gated_claim", "gated_complete", "gated_fail", "gated_extend"):
+            src, config = await conn.fetchrow(
+                "SELECT prosrc, proconfig FROM pg_proc WHERE proname = $1", f"tracker_{name}"
             )
             assert sorted(config) == _CONFIG, name
+            assert name == "worker_gate" or gate in src, f"{name}: the gate_row block, verbatim"
+        gone = "SELECT count(*) FROM pg_proc WHERE proname = 'tracker_gate_row'"
+        assert await conn.fetchval(gone) == 0
     finally:
         await conn.close()
 

@@ -1,10 +1,16 @@
--- Migration 0011: one-item forms of complete, fail and extend-lease (issue 12).
+-- Migration 0011: cheaper small worker requests (issue 12).
 --
--- Most fleets send one job per complete/fail/extend request, and the batch statements' machinery
--- for many items was most of their executor start-up. tracker_*_one run the sql/worker_one.sql
--- blocks (verbatim, as test_generic_plans checks) under the same cached generic plans and plan
--- settings as migration 0006/0009's functions; the gated functions, which fold the worker gate
--- into the same round trip, call them for a batch of one and the batch functions otherwise.
+-- 1. One-item forms of complete, fail and extend-lease. Most fleets send one job per request,
+-- and the batch statements' machinery for many items (the input list, first-occurrence dedup,
+-- an ordered lock scan, the per-item result join) was most of their executor start-up.
+-- tracker_*_one run the sql/worker_one.sql blocks (verbatim, as test_generic_plans checks)
+-- under the same cached generic plans and plan settings as the batch functions (0006, 0009).
+--
+-- 2. The gated functions (the worker gate and the operation in one round trip) read the gate
+-- with the sql/worker_one.sql block gate_row written into them, instead of calling
+-- tracker_gate_row: the call cost as much again as the query (benchmarks/notes/optimisations.md).
+-- They run the one-item form for a batch of one and the batch function otherwise.
+-- tracker_gate_row has no caller left and is dropped.
 
 -- sql/worker_one.sql block complete_one, verbatim.
 CREATE OR REPLACE FUNCTION tracker_complete_one(text, text, bigint[], text[], text[], text[], bigint, text, text[])
@@ -117,8 +123,64 @@ SELECT EXISTS (SELECT 1 FROM ok) AS ok, ARRAY[(SELECT d.status FROM extended d)]
 END
 $fn$;
 
+-- $1 token digest, $2 project (NULL unless an ID), $3 client version, $4 claim order hint,
+-- then claim_op_fifo's $2..$7, $9, $10 (accept, max_jobs, attempt ids, worker, lease end,
+-- now, sweep bound, allowed statuses). One row; the jobs as arrays in claim order.
+-- sql/worker_one.sql block gate_row, verbatim.
+CREATE OR REPLACE FUNCTION tracker_gated_claim(
+    bytea, text, text, text, text[], integer, text[], text, bigint, bigint, integer, text[])
+RETURNS TABLE (user_id text, user_status text, user_roles text[], project text,
+               ran boolean, fast boolean, policy_version bigint, job_ids bigint[],
+               attempt_ids text[], leases bigint[], job_values text[], external_ids text[],
+               specs text[])
+LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan
+    SET enable_seqscan = off SET enable_bitmapscan = off AS $fn$
+#variable_conflict use_column
+DECLARE
+    g record;
+BEGIN
+    SELECT * INTO g FROM (
+SELECT u.id AS user_id, u.status AS user_status, u.roles AS user_roles,
+       CASE WHEN p.id IS NOT NULL THEN row_to_json(p)::text END AS project,
+       COALESCE(tracker_rule_active_worker(u.status, u.roles)
+                AND u.id ~ '^[A-Za-z0-9._:-]{1,128}$' AND $3 = ANY (p.client_versions), false)
+           AS passes
+FROM (SELECT 1) AS one
+LEFT JOIN (tracker_machine_tokens t JOIN tracker_users u ON u.id = t.user_id)
+       ON t.token_hash = $1 AND t.revoked_at IS NULL
+LEFT JOIN tracker_projects p ON p.id = $2
+    ) AS gate;
+    IF NOT g.passes THEN
+        RETURN QUERY SELECT g.user_id, g.user_status, g.user_roles, g.project, false,
+            NULL::boolean, NULL::bigint, NULL::bigint[], NULL::text[], NULL::bigint[],
+            NULL::text[], NULL::text[], NULL::text[];
+    ELSIF $4 = 'random' THEN
+        RETURN QUERY SELECT g.user_id, g.user_status, g.user_roles, g.project, true,
+            bool_and(c.fast), max(c.policy_version),
+            array_agg(c.job_id ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.attempt_id ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.lease_expires_at ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.value ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.external_id ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.spec ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL)
+        FROM tracker_claim_op_random($2, $5, $6, $7, $8, $9, $10, g.user_id, $11, $12) AS c;
+    ELSE
+        RETURN QUERY SELECT g.user_id, g.user_status, g.user_roles, g.project, true,
+            bool_and(c.fast), max(c.policy_version),
+            array_agg(c.job_id ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.attempt_id ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.lease_expires_at ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.value ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.external_id ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL),
+            array_agg(c.spec ORDER BY c.ord) FILTER (WHERE c.job_id IS NOT NULL)
+        FROM tracker_claim_op_fifo($2, $5, $6, $7, $8, $9, $10, g.user_id, $11, $12) AS c;
+    END IF;
+END
+$fn$;
+
 -- $1 token digest, $2 project, $3 client version, then complete_op's $2..$7 and $9.
 -- A batch of one runs tracker_complete_one, a larger one tracker_complete_op.
+-- sql/worker_one.sql block gate_row, verbatim.
 CREATE OR REPLACE FUNCTION tracker_gated_complete(
     bytea, text, text, text, bigint[], text[], text[], text[], bigint, text[])
 RETURNS TABLE (user_id text, user_status text, user_roles text[], project text,
@@ -129,7 +191,17 @@ LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan
 DECLARE
     g record;
 BEGIN
-    SELECT * INTO g FROM tracker_gate_row($1, $2, $3);
+    SELECT * INTO g FROM (
+SELECT u.id AS user_id, u.status AS user_status, u.roles AS user_roles,
+       CASE WHEN p.id IS NOT NULL THEN row_to_json(p)::text END AS project,
+       COALESCE(tracker_rule_active_worker(u.status, u.roles)
+                AND u.id ~ '^[A-Za-z0-9._:-]{1,128}$' AND $3 = ANY (p.client_versions), false)
+           AS passes
+FROM (SELECT 1) AS one
+LEFT JOIN (tracker_machine_tokens t JOIN tracker_users u ON u.id = t.user_id)
+       ON t.token_hash = $1 AND t.revoked_at IS NULL
+LEFT JOIN tracker_projects p ON p.id = $2
+    ) AS gate;
     IF NOT g.passes THEN
         RETURN QUERY SELECT g.user_id, g.user_status, g.user_roles, g.project, false,
             NULL::boolean, NULL::text[];
@@ -147,6 +219,7 @@ $fn$;
 
 -- $1 token digest, $2 project, $3 client version, then fail_op's $2..$7 and $9.
 -- A batch of one runs tracker_fail_one, a larger one tracker_fail_op.
+-- sql/worker_one.sql block gate_row, verbatim.
 CREATE OR REPLACE FUNCTION tracker_gated_fail(
     bytea, text, text, text, bigint[], text[], boolean[], text[], bigint, text[])
 RETURNS TABLE (user_id text, user_status text, user_roles text[], project text,
@@ -157,7 +230,17 @@ LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan
 DECLARE
     g record;
 BEGIN
-    SELECT * INTO g FROM tracker_gate_row($1, $2, $3);
+    SELECT * INTO g FROM (
+SELECT u.id AS user_id, u.status AS user_status, u.roles AS user_roles,
+       CASE WHEN p.id IS NOT NULL THEN row_to_json(p)::text END AS project,
+       COALESCE(tracker_rule_active_worker(u.status, u.roles)
+                AND u.id ~ '^[A-Za-z0-9._:-]{1,128}$' AND $3 = ANY (p.client_versions), false)
+           AS passes
+FROM (SELECT 1) AS one
+LEFT JOIN (tracker_machine_tokens t JOIN tracker_users u ON u.id = t.user_id)
+       ON t.token_hash = $1 AND t.revoked_at IS NULL
+LEFT JOIN tracker_projects p ON p.id = $2
+    ) AS gate;
     IF NOT g.passes THEN
         RETURN QUERY SELECT g.user_id, g.user_status, g.user_roles, g.project, false,
             NULL::boolean, NULL::text[];
@@ -175,6 +258,7 @@ $fn$;
 
 -- $1 token digest, $2 project, $3 client version, then extend_op's $2..$6 and $8.
 -- A batch of one runs tracker_extend_one, a larger one tracker_extend_op.
+-- sql/worker_one.sql block gate_row, verbatim.
 CREATE OR REPLACE FUNCTION tracker_gated_extend(
     bytea, text, text, text, bigint[], text[], bigint, bigint, text[])
 RETURNS TABLE (user_id text, user_status text, user_roles text[], project text,
@@ -185,7 +269,17 @@ LANGUAGE plpgsql VOLATILE SET plan_cache_mode = force_generic_plan
 DECLARE
     g record;
 BEGIN
-    SELECT * INTO g FROM tracker_gate_row($1, $2, $3);
+    SELECT * INTO g FROM (
+SELECT u.id AS user_id, u.status AS user_status, u.roles AS user_roles,
+       CASE WHEN p.id IS NOT NULL THEN row_to_json(p)::text END AS project,
+       COALESCE(tracker_rule_active_worker(u.status, u.roles)
+                AND u.id ~ '^[A-Za-z0-9._:-]{1,128}$' AND $3 = ANY (p.client_versions), false)
+           AS passes
+FROM (SELECT 1) AS one
+LEFT JOIN (tracker_machine_tokens t JOIN tracker_users u ON u.id = t.user_id)
+       ON t.token_hash = $1 AND t.revoked_at IS NULL
+LEFT JOIN tracker_projects p ON p.id = $2
+    ) AS gate;
     IF NOT g.passes THEN
         RETURN QUERY SELECT g.user_id, g.user_status, g.user_roles, g.project, false,
             NULL::boolean, NULL::text[];
@@ -200,3 +294,5 @@ BEGIN
     END IF;
 END
 $fn$;
+
+DROP FUNCTION IF EXISTS tracker_gate_row(bytea, text, text);
