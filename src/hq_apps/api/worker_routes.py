@@ -1,9 +1,9 @@
 """Worker API, routes 19–23 (spec §1.6, §1.7.10–§1.7.15), as Litestar handlers.
 
 What claim, complete, fail and extend-lease do lives in :mod:`hq_apps.api.worker_ops`; the
-edge usually answers those four through :mod:`hq_apps.api.fast_path` without reaching these
-handlers, which stay the routes' documentation (OpenAPI) and the path for anything the fast path
-does not take (``HQ_WORKER_FAST_PATH=0``).
+edge answers those four through :mod:`hq_apps.api.fast_path` without reaching these handlers,
+which stay the routes' OpenAPI documentation and answer whatever the fast path does not take
+(and everything when ``Settings.worker_fast_path`` is off, as the differential tests run it).
 """
 
 from __future__ import annotations
