@@ -2,7 +2,8 @@
 
 One ``tracker serve`` on a fresh database; for each (B, W) cell, runs alternate triggers
 on / off (order swapped every repeat) and report jobs/s, tracker CPU per job and PostgreSQL
-CPU per job (all backends of the bench database, from /proc: the server must be local).
+CPU per job during the drain (the client backends of the bench database, from /proc: the
+server must be local; autovacuum is left out).
 
     uv run python -m benchmarks.counts_http [--cells 1x4 1x16 64x4] [--repeat 3]
 """
@@ -25,14 +26,18 @@ from benchmarks.loadgen import scenario
 JOBS = {1: 2500, 64: 20000}
 
 
-async def _pg_cpu(conn: asyncpg.Connection) -> float:
+async def _pg_cpu(conn: asyncpg.Connection) -> dict[int, float]:
+    """CPU seconds of each client backend of the bench database (the tracker's pool). Not
+    autovacuum workers: one that happens to be alive at a sample point would add its whole
+    life's CPU to one run (the spread of ±40 % this benchmark showed before)."""
     pids = await conn.fetch(
-        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
-    total = 0.0
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+        " AND backend_type = 'client backend' AND pid <> pg_backend_pid()")
+    out: dict[int, float] = {}
     for r in pids:
         with contextlib.suppress(OSError):  # a backend that just exited
-            total += _cpu_s(r["pid"])
-    return total
+            out[r["pid"]] = _cpu_s(r["pid"])
+    return out
 
 
 async def main() -> None:
@@ -59,9 +64,14 @@ async def main() -> None:
                                 verb = "ENABLE" if on else "DISABLE"
                                 for t in TRIGGERS:
                                     await conn.execute(f"ALTER TABLE tracker_jobs {verb} TRIGGER {t}")
-                                pg0 = await _pg_cpu(conn)
-                                out = await scenario.run(server.target, spec)
-                                pg = await _pg_cpu(conn) - pg0
+                                seen: dict[bool, dict[int, float]] = {}
+
+                                async def around(start: bool) -> None:
+                                    seen[start] = await _pg_cpu(conn)
+
+                                # the drain only (not the enqueue, check and delete around it)
+                                out = await scenario.run(server.target, spec, around_drain=around)
+                                pg = sum(v - seen[True].get(p, 0.0) for p, v in seen[False].items())
                                 # with the triggers off the counts are not kept: the
                                 # scenario's count check fails by construction, nothing else may
                                 problems = [x for x in out["problems"]
