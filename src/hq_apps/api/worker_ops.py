@@ -11,7 +11,9 @@ Each method returns the wire value of a 200 response or raises an :class:`HqErro
 
 from __future__ import annotations
 
-from typing import NoReturn
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, NoReturn
 
 from hq_apps.api import observers
 from hq_apps.api import wire_in as w
@@ -23,7 +25,7 @@ from hq_domain import validation as v
 from hq_domain.errors import HqError
 from hq_domain.ports import Store
 from hq_domain.projects import WorkerOp, require_op_allowed
-from hq_domain.worker import AttemptRef, ClaimRequest, CompleteItem, FailItem
+from hq_domain.worker import AttemptRef, ClaimRequest, CompleteItem, FailItem, ItemResult
 from hq_domain.worker_tally import WorkerTally
 
 
@@ -33,22 +35,32 @@ def _claim_request(body: w.ClaimIn) -> ClaimRequest:
     )
 
 
-# Whole-batch validation for the one-round-trip path (read_early): pure, raises what the
-# gate-first path would raise after the gate (which then also orders 409 before item errors).
-def _complete_batch(body: w.CompleteIn) -> tuple[str, list[CompleteItem]]:
-    items_in = body.items or []
-    v.check_batch_shape(body.worker_id, len(items_in), "invalid completion batch")
-    return body.worker_id or "", [
-        v.complete_item(i.job_id, i.attempt_id, i.outcome, i.artifact_receipts) for i in items_in
-    ]
+def _complete_item(i: w.CompleteItemIn) -> CompleteItem:
+    return v.complete_item(i.job_id, i.attempt_id, i.outcome, i.artifact_receipts)
 
 
-def _fail_batch(body: w.FailIn) -> tuple[str, list[FailItem]]:
+def _fail_item(i: w.FailItemIn) -> FailItem:
+    return v.fail_item(i.job_id, i.attempt_id, i.retryable, i.error)
+
+
+@dataclass(frozen=True, slots=True)
+class _ItemsOp:
+    """What tells complete and fail apart; the steps are :meth:`WorkerOps._items_op`'s."""
+
+    op: WorkerOp
+    body: type[Any]
+    message: str
+    item: Callable[[Any], Any]
+    gated: Callable[..., Awaitable[Any]]
+    plain: Callable[..., Awaitable[list[ItemResult]]]
+
+
+def _batch(body: Any, kind: _ItemsOp) -> tuple[str, list[Any]]:
+    """Whole-batch validation for the one-round-trip path (read_early): pure, raises what the
+    gate-first path would raise after the gate (which then also orders 409 before item errors)."""
     items_in = body.items or []
-    v.check_batch_shape(body.worker_id, len(items_in), "invalid failure batch")
-    return body.worker_id or "", [
-        v.fail_item(i.job_id, i.attempt_id, i.retryable, i.error) for i in items_in
-    ]
+    v.check_batch_shape(body.worker_id, len(items_in), kind.message)
+    return body.worker_id or "", [kind.item(i) for i in items_in]
 
 
 def _extend_batch(body: w.ExtendIn) -> tuple[str, int, list[AttemptRef]]:
@@ -70,6 +82,14 @@ class WorkerOps:
     def __init__(self, store: Store, tally: WorkerTally) -> None:
         self._store = store
         self._tally = tally
+        self._complete = _ItemsOp(
+            WorkerOp.COMPLETE, w.CompleteIn, "invalid completion batch", _complete_item,
+            store.gated_complete, store.complete,
+        )  # fmt: skip
+        self._fail = _ItemsOp(
+            WorkerOp.FAIL, w.FailIn, "invalid failure batch", _fail_item,
+            store.gated_fail, store.fail,
+        )  # fmt: skip
 
     async def _status_first(self, project_id: str, op_kind: WorkerOp, exc: HqError) -> NoReturn:
         """Item validation runs inside the reference's transaction, after the project-status
@@ -101,67 +121,43 @@ class WorkerOps:
         observers.current.claim(project_id, len(result.jobs))
         return claim_out(result)
 
-    async def complete(self, request: Incoming, project_id: str) -> BatchResultOut:
-        store = self._store
+    async def _items_op(
+        self, request: Incoming, project_id: str, kind: _ItemsOp
+    ) -> tuple[str, list[ItemResult]]:
+        """Complete or fail: (worker ID, per-item results)."""
         token = request_token(request)
-        early = await read_early(request, w.CompleteIn)
-        ready = early.prepared(_complete_batch) if early else None
+        early = await read_early(request, kind.body)
+        ready = early.prepared(lambda body: _batch(body, kind)) if early else None
         if ready is not None:
             worker_id, items = ready
-            found, project, results = await store.gated_complete(
+            found, project, results = await kind.gated(
                 token, project_id, client_version(request), worker_id, items
             )
             principal, _ = check_worker_gate(request, found, project, project_id)
             set_worker_id(request.scope, worker_id)
             if results is None:
-                results = await store.complete(principal.user_id, project_id, worker_id, items)
-        else:
-            principal, _ = await worker_gate(request, store, project_id)
-            body = early.get() if early else await read_json(request, w.CompleteIn)
-            worker_id = body.worker_id or ""
-            set_worker_id(request.scope, body.worker_id)
-            items_in = body.items or []
-            v.check_batch_shape(body.worker_id, len(items_in), "invalid completion batch")
-            try:
-                items = [
-                    v.complete_item(i.job_id, i.attempt_id, i.outcome, i.artifact_receipts)
-                    for i in items_in
-                ]
-            except HqError as exc:
-                await self._status_first(project_id, WorkerOp.COMPLETE, exc)
-            results = await store.complete(principal.user_id, project_id, worker_id, items)
+                results = await kind.plain(principal.user_id, project_id, worker_id, items)
+            return worker_id, results
+        principal, _ = await worker_gate(request, self._store, project_id)
+        body = early.get() if early else await read_json(request, kind.body)
+        set_worker_id(request.scope, body.worker_id)
+        items_in = body.items or []
+        v.check_batch_shape(body.worker_id, len(items_in), kind.message)
+        try:
+            items = [kind.item(i) for i in items_in]
+        except HqError as exc:
+            await self._status_first(project_id, kind.op, exc)
+        worker_id = body.worker_id or ""
+        return worker_id, await kind.plain(principal.user_id, project_id, worker_id, items)
+
+    async def complete(self, request: Incoming, project_id: str) -> BatchResultOut:
+        worker_id, results = await self._items_op(request, project_id, self._complete)
         observers.current.items(project_id, "complete", results)
         self._tally.completed(project_id, worker_id, results)
         return item_results(results)
 
     async def fail(self, request: Incoming, project_id: str) -> BatchResultOut:
-        store = self._store
-        token = request_token(request)
-        early = await read_early(request, w.FailIn)
-        ready = early.prepared(_fail_batch) if early else None
-        if ready is not None:
-            worker_id, items = ready
-            found, project, results = await store.gated_fail(
-                token, project_id, client_version(request), worker_id, items
-            )
-            principal, _ = check_worker_gate(request, found, project, project_id)
-            set_worker_id(request.scope, worker_id)
-            if results is None:
-                results = await store.fail(principal.user_id, project_id, worker_id, items)
-        else:
-            principal, _ = await worker_gate(request, store, project_id)
-            body = early.get() if early else await read_json(request, w.FailIn)
-            worker_id = body.worker_id or ""
-            set_worker_id(request.scope, body.worker_id)
-            items_in = body.items or []
-            v.check_batch_shape(body.worker_id, len(items_in), "invalid failure batch")
-            try:
-                items = [
-                    v.fail_item(i.job_id, i.attempt_id, i.retryable, i.error) for i in items_in
-                ]
-            except HqError as exc:
-                await self._status_first(project_id, WorkerOp.FAIL, exc)
-            results = await store.fail(principal.user_id, project_id, worker_id, items)
+        worker_id, results = await self._items_op(request, project_id, self._fail)
         observers.current.items(project_id, "fail", results)
         self._tally.failed(project_id, worker_id, results)
         return item_results(results)
