@@ -3,7 +3,7 @@
 One ``tracker serve`` on a fresh database; for each (B, W) cell, runs alternate triggers
 on / off (order swapped every repeat) and report jobs/s, tracker CPU per job and PostgreSQL
 CPU per job during the drain (the client backends of the bench database, from /proc: the
-server must be local; autovacuum is left out).
+server must be local; other backend types are left out).
 
     uv run python -m benchmarks.counts_http [--cells 1x4 1x16 64x4] [--repeat 3]
 """
@@ -27,9 +27,10 @@ JOBS = {1: 2500, 64: 20000}
 
 
 async def _pg_cpu(conn: asyncpg.Connection) -> dict[int, float]:
-    """CPU seconds of each client backend of the bench database (the tracker's pool). Not
-    autovacuum workers: one that happens to be alive at a sample point would add its whole
-    life's CPU to one run (the spread of ±40 % this benchmark showed before)."""
+    """CPU seconds per client backend of the bench database (the tracker's pool), so a run
+    takes per-backend differences: a backend that leaves or joins between two samples must
+    not add or remove its whole life's CPU, as the sum of totals this replaced could. Other
+    backend types (autovacuum, where it runs) are not the request path's work."""
     pids = await conn.fetch(
         "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
         " AND backend_type = 'client backend' AND pid <> pg_backend_pid()")
@@ -66,7 +67,9 @@ async def main() -> None:
                                     await conn.execute(f"ALTER TABLE tracker_jobs {verb} TRIGGER {t}")
                                 seen: dict[bool, dict[int, float]] = {}
 
-                                async def around(start: bool) -> None:
+                                async def around(
+                                    start: bool, seen: dict[bool, dict[int, float]] = seen
+                                ) -> None:
                                     seen[start] = await _pg_cpu(conn)
 
                                 # the drain only (not the enqueue, check and delete around it)
