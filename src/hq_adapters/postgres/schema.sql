@@ -62,9 +62,11 @@ CREATE TABLE tracker_projects (
 );
 
 -- artifact_receipts: SQL NULL = never set (reads as []), JSON null = a completion stored null.
+-- project_id names an existing project and goes with it, like the reference's foreign key with
+-- ON DELETE CASCADE, but checked once per statement by the count triggers (migration 0012).
 CREATE TABLE tracker_jobs (
     job_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    project_id text NOT NULL REFERENCES tracker_projects (id) ON DELETE CASCADE,
+    project_id text NOT NULL,
     external_id text,
     value text NOT NULL,
     unique_value_digest bytea,

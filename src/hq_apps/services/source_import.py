@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections import deque
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO, Protocol
@@ -47,7 +48,20 @@ TRACKER_MAX_UNCOMPRESSED = 1 << 40
 
 def _batch_bytes(batch: Sequence[JobSpec]) -> int:
     """A rough size of a decoded batch: its texts, attr at its 8 KiB cap, object overhead."""
-    return sum(len(j.value) + len(j.via or "") + (8192 if j.attr else 0) + 200 for j in batch)
+    size = 200 * len(batch)
+    for j in batch:
+        size += len(j.value)
+        if j.via:
+            size += len(j.via)
+        if j.attr:
+            size += 8192
+    return size
+
+
+def _next_sized(decoder: SourceDecoder) -> tuple[list[JobSpec], int] | None:
+    """The decoder's next batch and its :func:`_batch_bytes`, both in the decoding thread."""
+    batch = decoder.next_batch()
+    return None if batch is None else (batch, _batch_bytes(batch))
 
 
 SourceInput = str | os.PathLike[str] | BinaryIO | AsyncIterable[bytes]
@@ -133,21 +147,23 @@ async def import_source(
     ready: asyncio.Queue[list[JobSpec] | Exception | None] = asyncio.Queue(GROUP_BATCHES)
     room = asyncio.Condition()
     buffered = 0
+    sizes: deque[int] = deque()  # of the batches in ``ready`` and in the group, in queue order
     imported = inserted = 0
     batch_lines: tuple[int, int] | None = None
 
-    async def put(batch: list[JobSpec]) -> None:
+    async def put(sized: tuple[list[JobSpec], int]) -> None:
         nonlocal buffered
-        size = _batch_bytes(batch)
+        batch, size = sized
         async with room:
             await room.wait_for(lambda: buffered == 0 or buffered + size <= BUFFER_BYTES)
             buffered += size
+            sizes.append(size)
         await ready.put(batch)
 
     async def release(batches: list[list[JobSpec]]) -> None:
         nonlocal buffered
         async with room:
-            buffered -= sum(_batch_bytes(b) for b in batches)
+            buffered -= sum(sizes.popleft() for _ in batches)
             room.notify_all()
 
     async def decode() -> None:
@@ -156,13 +172,13 @@ async def import_source(
         try:
             async for chunk in chunks:
                 decoder.push(chunk)
-                while (batch := await asyncio.to_thread(decoder.next_batch)) is not None:
-                    await put(batch)
+                while (sized := await asyncio.to_thread(_next_sized, decoder)) is not None:
+                    await put(sized)
                 if not decoder.wants_input:
                     break
             decoder.end()
-            while (batch := await asyncio.to_thread(decoder.next_batch)) is not None:
-                await put(batch)
+            while (sized := await asyncio.to_thread(_next_sized, decoder)) is not None:
+                await put(sized)
         except Exception as exc:  # format errors, and read errors of the input
             await ready.put(exc)
             return

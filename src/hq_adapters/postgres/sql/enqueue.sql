@@ -1,5 +1,5 @@
 -- name: enqueue_project
--- The target project under FOR KEY SHARE (what the jobs' foreign key takes anyway): a
+-- The target project under FOR KEY SHARE (what the insert trigger takes anyway, 0012): a
 -- concurrent project delete waits for this enqueue, while claims and PUTs, which lock the row
 -- FOR NO KEY UPDATE, do not. An enqueue that read the project just before an archiving PUT
 -- committed may still finish, like a request that arrived first.
