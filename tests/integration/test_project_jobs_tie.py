@@ -120,7 +120,7 @@ async def test_an_enqueue_that_waited_for_a_delete_finds_no_project(pg_dsn) -> N
             await asyncio.sleep(0.3)
             assert not enqueuing.done() and not inserting.done()
             await tx.commit()
-            with pytest.raises(NotFound, match="^project not found$"):
+            with pytest.raises(NotFound, match=r"^project not found$"):
                 await asyncio.wait_for(enqueuing, 10)
             with pytest.raises(asyncpg.ForeignKeyViolationError):
                 await asyncio.wait_for(inserting, 10)
