@@ -367,19 +367,3 @@ async def test_rule_functions_are_inlined_in_the_other_worker_statements(pg_dsn)
             await tx.rollback()
         finally:
             await conn.close()
-
-
-async def test_enqueue_plan_settings_hold_only_for_their_transaction(pg_dsn) -> None:
-    """A plain-insert enqueue transaction lets the foreign-key checks keep a cached primary-key
-    plan (enqueue_plan_settings); the pool's statements after it are planned per execution
-    again."""
-    conn = await asyncpg.connect(pg_dsn, server_settings={"plan_cache_mode": "force_custom_plan"})
-    try:
-        async with conn.transaction():
-            await conn.execute(queries()["enqueue_plan_settings"])
-            assert await conn.fetchval("SHOW plan_cache_mode") == "force_generic_plan"
-            assert await conn.fetchval("SHOW enable_seqscan") == "off"
-        assert await conn.fetchval("SHOW plan_cache_mode") == "force_custom_plan"
-        assert await conn.fetchval("SHOW enable_seqscan") == "on"
-    finally:
-        await conn.close()

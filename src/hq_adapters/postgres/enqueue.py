@@ -1,7 +1,7 @@
 """Enqueue (spec §1.7.4, §2.6).
 
-Two statements per batch shape. The plain one inserts the collapsed batch and checks nothing:
-it is the cheapest (no identity lookups, no speculative insertion) and right whenever every
+Two ways in. The plain one COPYs the collapsed batches and checks nothing: it is the cheapest
+(no identity lookups, no speculative insertion, multi-row heap writes) and right whenever every
 identity is new, which the unique indexes prove by not firing. When they do fire (a re-run, a
 resubmitted batch, or another enqueue committing the same identity meanwhile), the
 transaction is redone with the checking statement: one unique-index probe per identity,
@@ -29,6 +29,12 @@ from hq_domain.projects import IdentityMode, require_enqueue_allowed
 from hq_domain.validation import check_identity_id
 
 _EMPTY_SPEC = "{}"
+_TODO = "todo"
+# The plain insert's COPY columns (reset_count takes its default, 0).
+_COPY_COLUMNS = (
+    "project_id", "external_id", "unique_value_digest", "value", "random_key", "spec",
+    "status", "created_at", "updated_at",
+)  # fmt: skip
 _MAX_HINTS = 10_000
 
 
@@ -96,19 +102,20 @@ class PostgresEnqueue:
             if mode is IdentityMode.NONE:
                 checked = False  # nothing to check, nothing can exist
             if not checked:
-                await conn.execute(q("enqueue_plan_settings"))
+                return await self._copy_plain(conn, project_id, mode, batches, hints)
             out = []
             for jobs in batches:
-                for job in jobs:
-                    check_identity_id(job, mode)
-                batch = collapse_batch(jobs, mode)
-                if not batch:
-                    out.append(0)
-                elif checked:
-                    out.append(await self._insert_checked(conn, project_id, mode, batch, hints))
-                else:
-                    out.append(await self._insert_plain(conn, project_id, mode, batch, hints))
+                batch = self._collapsed(jobs, mode)
+                out.append(
+                    await self._insert_checked(conn, project_id, mode, batch, hints) if batch else 0
+                )
             return out
+
+    @staticmethod
+    def _collapsed(jobs: Sequence[JobSpec], mode: IdentityMode) -> list[JobSpec]:
+        for job in jobs:
+            check_identity_id(job, mode)
+        return collapse_batch(jobs, mode)
 
     def _arrays(
         self, mode: IdentityMode, batch: list[JobSpec]
@@ -120,18 +127,41 @@ class PostgresEnqueue:
         )
         return ids, digests, values, assign_random_keys(batch), [spec_json(j) for j in batch]  # type: ignore[return-value]
 
-    async def _insert_plain(
+    async def _copy_plain(
         self,
         conn: asyncpg.Connection,
         project_id: str,
         mode: IdentityMode,
-        batch: list[JobSpec],
+        batches: Sequence[Sequence[JobSpec]],
         hints: set[str],
-    ) -> int:
+    ) -> list[int]:
+        """Every collapsed batch, in order, as one binary COPY: no identity checks (the unique
+        indexes raise if one exists, and the transaction is redone with the checking
+        statement). COPY inserts the rows in order (job_id follows submission order), in
+        multi-row heap writes, and its binary rows skip the per-element type probing that
+        asyncpg does for array parameters (a third of this process's CPU per imported job)."""
+        now = self._db.now_s()
+        records: list[tuple[object, ...]] = []
+        out = []
+        for jobs in batches:
+            batch = self._collapsed(jobs, mode)
+            out.append(len(batch))
+            keys = assign_random_keys(batch)
+            if mode is IdentityMode.UNIQUE_VALUE:
+                records.extend(
+                    (project_id, None, unique_value_digest(j.value), j.value, k, spec_json(j),
+                     _TODO, now, now)
+                    for j, k in zip(batch, keys, strict=True)
+                )  # fmt: skip
+            else:
+                records.extend(
+                    (project_id, j.id or None, None, j.value, k, spec_json(j), _TODO, now, now)
+                    for j, k in zip(batch, keys, strict=True)
+                )
+        if not records:
+            return out
         try:
-            await conn.execute(
-                q("enqueue_insert_plain"), project_id, *self._arrays(mode, batch), self._db.now_s()
-            )
+            await conn.copy_records_to_table("tracker_jobs", records=records, columns=_COPY_COLUMNS)
         except asyncpg.UniqueViolationError as exc:
             if len(hints) >= _MAX_HINTS:
                 hints.clear()
@@ -139,7 +169,7 @@ class PostgresEnqueue:
             # Raised past the transaction (which rolls back) before the constraint name
             # could be translated into an identity conflict.
             raise _IdentityExists from exc
-        return len(batch)
+        return out
 
     async def _insert_checked(
         self,

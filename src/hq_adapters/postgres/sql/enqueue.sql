@@ -5,29 +5,6 @@
 -- committed may still finish, like a request that arrived first.
 SELECT * FROM tracker_projects WHERE id = $1 FOR KEY SHARE
 
--- name: enqueue_plan_settings
--- For the rest of a transaction of plain inserts only: the foreign-key check that PostgreSQL
--- runs for every inserted row (SELECT 1 FROM tracker_projects … FOR KEY SHARE) keeps one
--- cached plan, a primary-key probe, instead of being planned again for every row, which is
--- what the pool's session-wide force_custom_plan did (half of PostgreSQL's work per imported
--- job: benchmarks/notes/source_import.md). The plain insert has no scan to choose, so its own
--- generic plan is the custom one. Checking inserts (which probe tracker_jobs) run in other
--- transactions and keep custom plans.
-SELECT set_config('plan_cache_mode', 'force_generic_plan', true),
-       set_config('enable_seqscan', 'off', true)
-
--- name: enqueue_insert_plain
--- Array insert of a collapsed batch in submission order (job_id follows FIFO order), no
--- identity checks: identity_mode none, or a batch expected to be all new (the unique indexes
--- then raise and the adapter falls back to the checking statement below). The cheapest form:
--- no lookups and no speculative insertion.
-INSERT INTO tracker_jobs (project_id, external_id, unique_value_digest, value, random_key,
-                          spec, status, reset_count, created_at, updated_at)
-SELECT $1, i.external_id, i.digest, i.value, i.random_key, i.spec::jsonb, 'todo', 0, $7, $7
-FROM unnest($2::text[], $3::bytea[], $4::text[], $5::int4[], $6::text[])
-     WITH ORDINALITY AS i(external_id, digest, value, random_key, spec, ord)
-ORDER BY i.ord
-
 -- name: enqueue_insert_external_id
 -- identity_mode external_id, one round trip per already-collapsed batch: look every identity
 -- up (one unique-index probe each: the LATERAL ... LIMIT 1 cannot be flattened into a join,
