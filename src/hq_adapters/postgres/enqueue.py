@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence, Set
 
 import asyncpg
+import msgspec
 
 from hq_adapters.postgres import rows
 from hq_adapters.postgres.database import Database
@@ -36,6 +37,11 @@ _COPY_COLUMNS = (
     "status", "created_at", "updated_at",
 )  # fmt: skip
 _MAX_HINTS = 10_000
+_JSON = msgspec.json.Encoder()
+
+
+def _json(items: list[str] | list[int]) -> str:
+    return _JSON.encode(items).decode()
 
 
 def spec_json(job: JobSpec) -> str:
@@ -117,15 +123,21 @@ class PostgresEnqueue:
             check_identity_id(job, mode)
         return collapse_batch(jobs, mode)
 
-    def _arrays(
-        self, mode: IdentityMode, batch: list[JobSpec]
-    ) -> tuple[list[str] | None, list[bytes] | None, list[str], list[int], list[str]]:
+    @staticmethod
+    def _json_arrays(mode: IdentityMode, batch: list[JobSpec]) -> tuple[str, str, str, str]:
+        """The checking statements' parameters: identities (ids, or value digests in hex),
+        values, random keys and specs, each a JSON array (see enqueue.sql for why)."""
         values = [j.value for j in batch]
-        ids = [j.id for j in batch] if mode is IdentityMode.EXTERNAL_ID else None
-        digests = (
-            [unique_value_digest(v) for v in values] if mode is IdentityMode.UNIQUE_VALUE else None
+        if mode is IdentityMode.EXTERNAL_ID:
+            identities: list[str] = [j.id for j in batch]  # type: ignore[misc]
+        else:
+            identities = [unique_value_digest(v).hex() for v in values]
+        return (
+            _json(identities),
+            _json(values),
+            _json(assign_random_keys(batch)),
+            _json([spec_json(j) for j in batch]),
         )
-        return ids, digests, values, assign_random_keys(batch), [spec_json(j) for j in batch]  # type: ignore[return-value]
 
     async def _copy_plain(
         self,
@@ -179,13 +191,11 @@ class PostgresEnqueue:
         batch: list[JobSpec],
         hints: set[str],
     ) -> int:
-        ids, digests, values, keys, specs = self._arrays(mode, batch)
+        identities, values, keys, specs = self._json_arrays(mode, batch)
         if mode is IdentityMode.EXTERNAL_ID:
             insert, recheck = q("enqueue_insert_external_id"), q("enqueue_conflict_external_id")
-            identities: list[str] | list[bytes] | None = ids
         else:
             insert, recheck = q("enqueue_insert_unique_value"), q("enqueue_conflict_unique_value")
-            identities = digests
         row = await conn.fetchrow(
             insert, project_id, identities, values, keys, specs, self._db.now_s()
         )

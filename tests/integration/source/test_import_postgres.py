@@ -140,3 +140,41 @@ async def test_existing_identity_hint_is_set_and_cleared(store) -> None:
     assert await store.enqueue("p", jobs) == 0
     assert await store.enqueue("p", specs(5, start=20)) == 5
     assert "p" not in store.enqueuing.existing_identity_hints
+
+
+@pytest.mark.parametrize("checked", [False, True])
+@pytest.mark.parametrize("same", [True, False])
+async def test_value_committed_during_the_insert(pg_dsn, store, same, checked) -> None:
+    """The same race in a unique_value project: the identity is the value's digest (sent to
+    the checking statements in hex) and a differing stored spec is a conflict."""
+    from hq_domain.ids import unique_value_digest
+
+    await store.put_project("u", ProjectPut(status="active", identity_mode="unique_value"))
+    jobs = [JobSpec(value=f"https://example.org/u/{i}") for i in range(300)]
+    other = await asyncpg.connect(pg_dsn)
+    try:
+        tx = other.transaction()
+        await tx.start()
+        await other.execute(
+            "INSERT INTO tracker_jobs (project_id, unique_value_digest, value, random_key, spec,"
+            " status, created_at, updated_at) VALUES ('u', $1, $2, 0, $3, 'todo', 1, 1)",
+            unique_value_digest(jobs[150].value),
+            jobs[150].value,
+            "{}" if same else '{"via": "https://elsewhere/"}',
+        )
+        enqueue = PostgresEnqueue(store.database, existing_identity_hints={"u"} if checked else ())
+        task = asyncio.ensure_future(enqueue.enqueue("u", jobs))
+        await asyncio.sleep(0.3)
+        assert not task.done()  # waiting on the uncommitted index entry
+        await tx.commit()
+        if same:
+            assert await task == 299
+        else:
+            with pytest.raises(IdentityConflict):
+                await task
+    finally:
+        await other.close()
+    assert (await store.get_project("u")).job_counts.todo == (300 if same else 1)
+    # Present already: a re-submission inserts nothing and compares every row.
+    if same:
+        assert await PostgresEnqueue(store.database).enqueue("u", jobs) == 0

@@ -6,6 +6,9 @@
 SELECT * FROM tracker_projects WHERE id = $1 FOR KEY SHARE
 
 -- name: enqueue_insert_external_id
+-- The batch arrives as JSON arrays (identities, values, random keys, specs; digests in hex),
+-- not as array parameters: asyncpg type-probes every element of an array parameter, 3.4 ms of
+-- client CPU per 1,000 jobs against 0.4 ms to encode JSON, for 0.5 ms more server CPU.
 -- identity_mode external_id, one round trip per already-collapsed batch: look every identity
 -- up (one unique-index probe each: the LATERAL ... LIMIT 1 cannot be flattened into a join,
 -- so stale statistics cannot turn it into a scan of the project), insert in submission order
@@ -16,7 +19,9 @@ SELECT * FROM tracker_projects WHERE id = $1 FOR KEY SHARE
 -- then shows up as neither inserted nor present and the caller verifies it separately.
 -- conflict is NULL, or 'value'/'spec' for the first found identity (by position) that differs.
 WITH i AS MATERIALIZED (
-    SELECT * FROM unnest($2::text[], $3::text[], $4::int4[], $5::text[])
+    SELECT i.external_id, i.value, i.random_key::int4 AS random_key, i.spec, i.ord
+    FROM ROWS FROM (json_array_elements_text($2::json), json_array_elements_text($3::json),
+                    json_array_elements_text($4::json), json_array_elements_text($5::json))
         WITH ORDINALITY AS i(external_id, value, random_key, spec, ord)
 ), found AS MATERIALIZED (
     SELECT i.ord, t.value = i.value AS same_value, t.spec = i.spec::jsonb AS same_spec
@@ -43,7 +48,10 @@ SELECT (SELECT count(*) FROM ins)::int AS inserted,
 -- name: enqueue_insert_unique_value
 -- identity_mode unique_value: the same statement keyed by the value digest.
 WITH i AS MATERIALIZED (
-    SELECT * FROM unnest($2::bytea[], $3::text[], $4::int4[], $5::text[])
+    SELECT decode(i.digest, 'hex') AS digest, i.value, i.random_key::int4 AS random_key, i.spec,
+           i.ord
+    FROM ROWS FROM (json_array_elements_text($2::json), json_array_elements_text($3::json),
+                    json_array_elements_text($4::json), json_array_elements_text($5::json))
         WITH ORDINALITY AS i(digest, value, random_key, spec, ord)
 ), found AS MATERIALIZED (
     SELECT i.ord, t.value = i.value AS same_value, t.spec = i.spec::jsonb AS same_spec
@@ -71,7 +79,8 @@ SELECT (SELECT count(*) FROM ins)::int AS inserted,
 -- Re-check after a race (an identity committed by another enqueue after the insert's
 -- snapshot): the first identity of the batch whose stored row differs, as above.
 SELECT CASE WHEN t.value = i.value THEN 'spec' ELSE 'value' END AS conflict
-FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS i(external_id, value, spec, ord)
+FROM ROWS FROM (json_array_elements_text($2::json), json_array_elements_text($3::json),
+               json_array_elements_text($4::json)) WITH ORDINALITY AS i(external_id, value, spec, ord)
 CROSS JOIN LATERAL (
     SELECT t.value, t.spec FROM tracker_jobs t
     WHERE t.project_id = $1 AND t.external_id = i.external_id
@@ -84,10 +93,11 @@ LIMIT 1
 -- name: enqueue_conflict_unique_value
 -- The same re-check keyed by the value digest.
 SELECT CASE WHEN t.value = i.value THEN 'spec' ELSE 'value' END AS conflict
-FROM unnest($2::bytea[], $3::text[], $4::text[]) WITH ORDINALITY AS i(digest, value, spec, ord)
+FROM ROWS FROM (json_array_elements_text($2::json), json_array_elements_text($3::json),
+               json_array_elements_text($4::json)) WITH ORDINALITY AS i(digest, value, spec, ord)
 CROSS JOIN LATERAL (
     SELECT t.value, t.spec FROM tracker_jobs t
-    WHERE t.project_id = $1 AND t.unique_value_digest = i.digest
+    WHERE t.project_id = $1 AND t.unique_value_digest = decode(i.digest, 'hex')
     LIMIT 1
 ) t
 WHERE NOT (t.value = i.value AND t.spec = i.spec::jsonb)
