@@ -20,7 +20,7 @@ from pathlib import Path
 import asyncpg
 
 from benchmarks import env
-from benchmarks.counts import TRIGGERS, _cpu_s
+from benchmarks.counts import _cpu_s, alternating, drain_problems, set_triggers
 from benchmarks.loadgen import scenario
 
 JOBS = {1: 2500, 64: 20000}
@@ -60,29 +60,23 @@ async def main() -> None:
                         b, w = (int(x) for x in cell.split("x"))
                         spec = scenario.Spec(b, w, JOBS.get(b, 20000))
                         res: dict[bool, list[dict]] = {True: [], False: []}
-                        for r in range(args.repeat):
-                            for on in ((True, False) if r % 2 == 0 else (False, True)):
-                                verb = "ENABLE" if on else "DISABLE"
-                                for t in TRIGGERS:
-                                    await conn.execute(f"ALTER TABLE tracker_jobs {verb} TRIGGER {t}")
-                                seen: dict[bool, dict[int, float]] = {}
+                        for on in alternating(args.repeat):
+                            await set_triggers(conn, on)
+                            seen: dict[bool, dict[int, float]] = {}
 
-                                async def around(
-                                    start: bool, seen: dict[bool, dict[int, float]] = seen
-                                ) -> None:
-                                    seen[start] = await _pg_cpu(conn)
+                            async def around(
+                                start: bool, seen: dict[bool, dict[int, float]] = seen
+                            ) -> None:
+                                seen[start] = await _pg_cpu(conn)
 
-                                # the drain only (not the enqueue, check and delete around it)
-                                out = await scenario.run(server.target, spec, around_drain=around)
-                                pg = sum(v - seen[True].get(p, 0.0) for p, v in seen[False].items())
-                                # with the triggers off the counts are not kept: the
-                                # scenario's count check fails by construction, nothing else may
-                                problems = [x for x in out["problems"]
-                                            if on or not x.startswith("job_counts")]
-                                assert not problems, problems
-                                res[on].append({"jobs_per_s": out["jobs_per_s"],
-                                                "srv": 1e6 * out["server_cpu_s"] / spec.jobs,
-                                                "pg": 1e6 * pg / spec.jobs})
+                            # the drain only (not the enqueue, check and delete around it)
+                            out = await scenario.run(server.target, spec, around_drain=around)
+                            pg = sum(v - seen[True].get(p, 0.0) for p, v in seen[False].items())
+                            problems = drain_problems(out, on)
+                            assert not problems, problems
+                            res[on].append({"jobs_per_s": out["jobs_per_s"],
+                                            "srv": 1e6 * out["server_cpu_s"] / spec.jobs,
+                                            "pg": 1e6 * pg / spec.jobs})
                         for on in (True, False):
                             m = {k: statistics.median(x[k] for x in res[on]) for k in res[on][0]}
                             runs = " ".join(f"{x['jobs_per_s']:.0f}" for x in res[on])
@@ -93,8 +87,7 @@ async def main() -> None:
                         print(f"           → throughput {100 * (on_['jobs_per_s'] / off_['jobs_per_s'] - 1):+.1f} %,"
                               f" pg CPU/job {100 * (on_['pg'] / off_['pg'] - 1):+.1f} %,"
                               f" tracker CPU/job {100 * (on_['srv'] / off_['srv'] - 1):+.1f} %", flush=True)
-                    for t in TRIGGERS:
-                        await conn.execute(f"ALTER TABLE tracker_jobs ENABLE TRIGGER {t}")
+                    await set_triggers(conn, True)
                 finally:
                     await conn.close()
     print(f"load average at end: {os.getloadavg()}")

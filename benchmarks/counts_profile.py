@@ -34,7 +34,7 @@ from pathlib import Path
 import asyncpg
 
 from benchmarks import env
-from benchmarks.counts import TRIGGERS
+from benchmarks.counts import alternating, drain_problems, set_triggers
 from benchmarks.loadgen import scenario
 
 JOBS = {1: 4000, 4: 8000, 16: 20000}
@@ -86,33 +86,29 @@ async def main() -> None:
                         b, w = (int(x) for x in cell.split("x"))
                         spec = scenario.Spec(b, w, JOBS.get(b, 20000))
                         res: dict[bool, list[tuple[float, float, float]]] = {True: [], False: []}
-                        for r in range(args.repeat):
-                            for on in ((True, False) if r % 2 == 0 else (False, True)):
-                                verb = "ENABLE" if on else "DISABLE"
-                                for t in TRIGGERS:
-                                    await conn.execute(f"ALTER TABLE tracker_jobs {verb} TRIGGER {t}")
-                                data = Path(perf_dir) / f"{cell}-{on}-{r}.data"
-                                rec: list[subprocess.Popen[bytes]] = []
+                        for r, on in enumerate(alternating(args.repeat)):
+                            await set_triggers(conn, on)
+                            data = Path(perf_dir) / f"{cell}-{on}-{r}.data"
+                            rec: list[subprocess.Popen[bytes]] = []
 
-                                async def around(start: bool, data: Path = data,
-                                                 rec: list[subprocess.Popen[bytes]] = rec) -> None:
-                                    if start:
-                                        rec.append(subprocess.Popen(
-                                            ["perf", "record", "-e", "cpu-clock", "-a", "-g",
-                                             "-o", str(data)],
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-                                        time.sleep(0.2)  # perf is sampling before the drain
-                                    else:
-                                        rec[0].send_signal(signal.SIGINT)
-                                        rec[0].wait()
+                            async def around(start: bool, data: Path = data,
+                                             rec: list[subprocess.Popen[bytes]] = rec) -> None:
+                                if start:
+                                    rec.append(subprocess.Popen(
+                                        ["perf", "record", "-e", "cpu-clock", "-a", "-g",
+                                         "-o", str(data)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                                    time.sleep(0.2)  # perf is sampling before the drain
+                                else:
+                                    rec[0].send_signal(signal.SIGINT)
+                                    rec[0].wait()
 
-                                out = await scenario.run(server.target, spec, around_drain=around)
-                                problems = [x for x in out["problems"]
-                                            if on or not x.startswith("job_counts")]
-                                assert not problems, problems
-                                share, of_pg = trigger_share(data)
-                                res[on].append((out["jobs_per_s"], share, of_pg))
-                                data.unlink()
+                            out = await scenario.run(server.target, spec, around_drain=around)
+                            problems = drain_problems(out, on)
+                            assert not problems, problems
+                            share, of_pg = trigger_share(data)
+                            res[on].append((out["jobs_per_s"], share, of_pg))
+                            data.unlink()
                         for on in (True, False):
                             jobs, share, of_pg = (statistics.median(x[i] for x in res[on])
                                                   for i in range(3))
@@ -122,8 +118,7 @@ async def main() -> None:
                                - statistics.median(x[1] for x in res[False]))
                         print(f"           → the triggers' own work: {net:.2f} % of all CPU",
                               flush=True)
-                    for t in TRIGGERS:
-                        await conn.execute(f"ALTER TABLE tracker_jobs ENABLE TRIGGER {t}")
+                    await set_triggers(conn, True)
                 finally:
                     await conn.close()
     print(f"load average at end: {os.getloadavg()}")

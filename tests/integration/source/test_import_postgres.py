@@ -91,42 +91,49 @@ async def test_rerun_compares_every_stored_row(store) -> None:
     assert await todo(store) == 5200
 
 
-@pytest.mark.parametrize("checked", [False, True])
-@pytest.mark.parametrize("same", [True, False])
-async def test_identity_committed_during_the_insert(pg_dsn, store, same, checked) -> None:
-    """Another transaction holds an uncommitted row with one of the batch's ids: the plain
-    insert waits for it, meets the unique index once it commits, and the batch is redone with
-    the checking statement, which compares the now visible row. Run directly in the checking
-    form (what a project with existing identities gets), the row is skipped by ON CONFLICT
-    while invisible to the statement and the re-check statement compares it."""
-    jobs = specs(300)
+_RACE_INSERT = (
+    "INSERT INTO tracker_jobs (project_id, external_id, unique_value_digest, value, random_key,"
+    " spec, status, created_at, updated_at) VALUES ($1, $2, $3, $4, 0, $5, 'todo', 1, 1)"
+)
+
+
+async def _race(pg_dsn, store, project: str, jobs: list[JobSpec], row: tuple, same: bool,
+                checked: bool) -> None:
+    """Another transaction holds an uncommitted ``row`` (project, external_id, digest, value,
+    spec) with one of the batch's identities while the batch is enqueued; it commits, then
+    the enqueue must count it as present (``same``) or raise the identity conflict."""
     other = await asyncpg.connect(pg_dsn)
     try:
         tx = other.transaction()
         await tx.start()
-        value = jobs[150].value if same else "different"
-        await other.execute(
-            "INSERT INTO tracker_jobs (project_id, external_id, value, random_key, spec, status,"
-            " created_at, updated_at) VALUES ('p', $1, $2, 0, '{}', 'todo', 1, 1)",
-            jobs[150].id,
-            value,
-        )
-        if checked:
-            checking = PostgresEnqueue(store.database, existing_identity_hints={"p"})
-            task = asyncio.ensure_future(checking.enqueue("p", jobs))
-        else:
-            task = asyncio.ensure_future(store.enqueue("p", jobs))
+        await other.execute(_RACE_INSERT, *row)
+        hints = {project} if checked else ()
+        enqueue = PostgresEnqueue(store.database, existing_identity_hints=hints)
+        task = asyncio.ensure_future(enqueue.enqueue(project, jobs))
         await asyncio.sleep(0.3)
         assert not task.done()  # waiting on the uncommitted index entry
         await tx.commit()
         if same:
-            assert await task == 299
+            assert await task == len(jobs) - 1
         else:
             with pytest.raises(IdentityConflict):
                 await task
     finally:
         await other.close()
-    assert await todo(store) == (300 if same else 1)
+    want = len(jobs) if same else 1
+    assert (await store.get_project(project)).job_counts.todo == want
+
+
+@pytest.mark.parametrize("checked", [False, True])
+@pytest.mark.parametrize("same", [True, False])
+async def test_identity_committed_during_the_insert(pg_dsn, store, same, checked) -> None:
+    """The plain insert waits for the uncommitted row, meets the unique index once it commits,
+    and the batch is redone with the checking statement, which compares the now visible row.
+    Run directly in the checking form (what a project with existing identities gets), the row
+    is skipped by ON CONFLICT while invisible to the statement and the re-check compares it."""
+    jobs = specs(300)
+    value = jobs[150].value if same else "different"
+    await _race(pg_dsn, store, "p", jobs, ("p", jobs[150].id, None, value, "{}"), same, checked)
 
 
 async def test_existing_identity_hint_is_set_and_cleared(store) -> None:
@@ -151,30 +158,8 @@ async def test_value_committed_during_the_insert(pg_dsn, store, same, checked) -
 
     await store.put_project("u", ProjectPut(status="active", identity_mode="unique_value"))
     jobs = [JobSpec(value=f"https://example.org/u/{i}") for i in range(300)]
-    other = await asyncpg.connect(pg_dsn)
-    try:
-        tx = other.transaction()
-        await tx.start()
-        await other.execute(
-            "INSERT INTO tracker_jobs (project_id, unique_value_digest, value, random_key, spec,"
-            " status, created_at, updated_at) VALUES ('u', $1, $2, 0, $3, 'todo', 1, 1)",
-            unique_value_digest(jobs[150].value),
-            jobs[150].value,
-            "{}" if same else '{"via": "https://elsewhere/"}',
-        )
-        enqueue = PostgresEnqueue(store.database, existing_identity_hints={"u"} if checked else ())
-        task = asyncio.ensure_future(enqueue.enqueue("u", jobs))
-        await asyncio.sleep(0.3)
-        assert not task.done()  # waiting on the uncommitted index entry
-        await tx.commit()
-        if same:
-            assert await task == 299
-        else:
-            with pytest.raises(IdentityConflict):
-                await task
-    finally:
-        await other.close()
-    assert (await store.get_project("u")).job_counts.todo == (300 if same else 1)
-    # Present already: a re-submission inserts nothing and compares every row.
-    if same:
+    spec = "{}" if same else '{"via": "https://elsewhere/"}'
+    digest = unique_value_digest(jobs[150].value)
+    await _race(pg_dsn, store, "u", jobs, ("u", None, digest, jobs[150].value, spec), same, checked)
+    if same:  # present already: a re-submission inserts nothing and compares every row
         assert await PostgresEnqueue(store.database).enqueue("u", jobs) == 0
