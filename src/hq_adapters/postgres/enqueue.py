@@ -151,7 +151,7 @@ class PostgresEnqueue:
         indexes raise if one exists, and the transaction is redone with the checking
         statement). COPY inserts the rows in order (job_id follows submission order), in
         multi-row heap writes, and its binary rows skip the per-element type probing that
-        asyncpg does for array parameters (a third of this process's CPU per imported job)."""
+        asyncpg does for array parameters (3.4 ms of client CPU per 1,000 jobs)."""
         now = self._db.now_s()
         records: list[tuple[object, ...]] = []
         out = []
