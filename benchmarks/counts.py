@@ -22,10 +22,14 @@ import asyncio
 import os
 import statistics
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import asyncpg
 
+from benchmarks import env
+from benchmarks.loadgen.admin import Target
 from hq_adapters.postgres import connect
 from hq_adapters.postgres.migrate import migrate
 from hq_adapters.postgres.queries import parse, q
@@ -98,6 +102,23 @@ async def set_triggers(conn: asyncpg.Connection, on: bool) -> None:
     verb = "ENABLE" if on else "DISABLE"
     for t in TRIGGERS:
         await conn.execute(f"ALTER TABLE tracker_jobs {verb} TRIGGER {t}")
+
+
+@asynccontextmanager
+async def served(admin_dsn: str) -> AsyncIterator[tuple[Target, asyncpg.Connection]]:
+    """One ``tracker serve`` on a fresh bench database, and a connection to that database for
+    toggling the triggers; the triggers are left enabled at the end."""
+    with env.workdir() as tmp:
+        work = Path(tmp)
+        async with env.bench_database(admin_dsn) as dsn:
+            token = env.prepare_database(dsn, work)
+            async with env.tracker_server(dsn, token, work) as server:
+                conn = await asyncpg.connect(dsn)
+                try:
+                    yield server.target, conn
+                    await set_triggers(conn, True)
+                finally:
+                    await conn.close()
 
 
 def alternating(repeat: int) -> list[bool]:

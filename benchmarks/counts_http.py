@@ -15,12 +15,11 @@ import asyncio
 import contextlib
 import os
 import statistics
-from pathlib import Path
 
 import asyncpg
 
 from benchmarks import env
-from benchmarks.counts import _cpu_s, alternating, drain_problems, set_triggers
+from benchmarks.counts import _cpu_s, alternating, drain_problems, served, set_triggers
 from benchmarks.loadgen import scenario
 
 JOBS = {1: 2500, 64: 20000}
@@ -48,48 +47,39 @@ async def main() -> None:
     p.add_argument("--admin-dsn", default=env.ADMIN_DSN)
     args = p.parse_args()
     print(f"load average at start: {os.getloadavg()}")
-    with env.workdir() as tmp:
-        work = Path(tmp)
-        async with env.bench_database(args.admin_dsn) as dsn:
-            token = env.prepare_database(dsn, work)
-            async with env.tracker_server(dsn, token, work) as server:
-                conn = await asyncpg.connect(dsn)
-                try:
-                    print("cell        triggers  jobs/s  tracker CPU µs/job  pg CPU µs/job  runs (jobs/s)")
-                    for cell in args.cells:
-                        b, w = (int(x) for x in cell.split("x"))
-                        spec = scenario.Spec(b, w, JOBS.get(b, 20000))
-                        res: dict[bool, list[dict]] = {True: [], False: []}
-                        for on in alternating(args.repeat):
-                            await set_triggers(conn, on)
-                            seen: dict[bool, dict[int, float]] = {}
+    async with served(args.admin_dsn) as (target, conn):
+        print("cell        triggers  jobs/s  tracker CPU µs/job  pg CPU µs/job  runs (jobs/s)")
+        for cell in args.cells:
+            b, w = (int(x) for x in cell.split("x"))
+            spec = scenario.Spec(b, w, JOBS.get(b, 20000))
+            res: dict[bool, list[dict]] = {True: [], False: []}
+            for on in alternating(args.repeat):
+                await set_triggers(conn, on)
+                seen: dict[bool, dict[int, float]] = {}
 
-                            async def around(
-                                start: bool, seen: dict[bool, dict[int, float]] = seen
-                            ) -> None:
-                                seen[start] = await _pg_cpu(conn)
+                async def around(
+                    start: bool, seen: dict[bool, dict[int, float]] = seen
+                ) -> None:
+                    seen[start] = await _pg_cpu(conn)
 
-                            # the drain only (not the enqueue, check and delete around it)
-                            out = await scenario.run(server.target, spec, around_drain=around)
-                            pg = sum(v - seen[True].get(p, 0.0) for p, v in seen[False].items())
-                            problems = drain_problems(out, on)
-                            assert not problems, problems
-                            res[on].append({"jobs_per_s": out["jobs_per_s"],
-                                            "srv": 1e6 * out["server_cpu_s"] / spec.jobs,
-                                            "pg": 1e6 * pg / spec.jobs})
-                        for on in (True, False):
-                            m = {k: statistics.median(x[k] for x in res[on]) for k in res[on][0]}
-                            runs = " ".join(f"{x['jobs_per_s']:.0f}" for x in res[on])
-                            print(f"B={b:<3} W={w:<3} {'on ' if on else 'off'}   {m['jobs_per_s']:8.0f}"
-                                  f"  {m['srv']:12.0f}  {m['pg']:14.0f}     {runs}", flush=True)
-                        on_, off_ = ({k: statistics.median(x[k] for x in res[v]) for k in ("jobs_per_s", "pg", "srv")}
-                                     for v in (True, False))
-                        print(f"           → throughput {100 * (on_['jobs_per_s'] / off_['jobs_per_s'] - 1):+.1f} %,"
-                              f" pg CPU/job {100 * (on_['pg'] / off_['pg'] - 1):+.1f} %,"
-                              f" tracker CPU/job {100 * (on_['srv'] / off_['srv'] - 1):+.1f} %", flush=True)
-                    await set_triggers(conn, True)
-                finally:
-                    await conn.close()
+                # the drain only (not the enqueue, check and delete around it)
+                out = await scenario.run(target, spec, around_drain=around)
+                pg = sum(v - seen[True].get(p, 0.0) for p, v in seen[False].items())
+                problems = drain_problems(out, on)
+                assert not problems, problems
+                res[on].append({"jobs_per_s": out["jobs_per_s"],
+                                "srv": 1e6 * out["server_cpu_s"] / spec.jobs,
+                                "pg": 1e6 * pg / spec.jobs})
+            for on in (True, False):
+                m = {k: statistics.median(x[k] for x in res[on]) for k in res[on][0]}
+                runs = " ".join(f"{x['jobs_per_s']:.0f}" for x in res[on])
+                print(f"B={b:<3} W={w:<3} {'on ' if on else 'off'}   {m['jobs_per_s']:8.0f}"
+                      f"  {m['srv']:12.0f}  {m['pg']:14.0f}     {runs}", flush=True)
+            on_, off_ = ({k: statistics.median(x[k] for x in res[v]) for k in ("jobs_per_s", "pg", "srv")}
+                         for v in (True, False))
+            print(f"           → throughput {100 * (on_['jobs_per_s'] / off_['jobs_per_s'] - 1):+.1f} %,"
+                  f" pg CPU/job {100 * (on_['pg'] / off_['pg'] - 1):+.1f} %,"
+                  f" tracker CPU/job {100 * (on_['srv'] / off_['srv'] - 1):+.1f} %", flush=True)
     print(f"load average at end: {os.getloadavg()}")
 
 

@@ -31,10 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import asyncpg
-
 from benchmarks import env
-from benchmarks.counts import alternating, drain_problems, set_triggers
+from benchmarks.counts import alternating, drain_problems, served, set_triggers
 from benchmarks.loadgen import scenario
 
 JOBS = {1: 4000, 4: 8000, 16: 20000}
@@ -74,53 +72,45 @@ async def main() -> None:
     p.add_argument("--admin-dsn", default=env.ADMIN_DSN)
     args = p.parse_args()
     print(f"load average at start: {os.getloadavg()}")
-    with env.workdir() as tmp, tempfile.TemporaryDirectory() as perf_dir:
-        work = Path(tmp)
-        async with env.bench_database(args.admin_dsn) as dsn:
-            token = env.prepare_database(dsn, work)
-            async with env.tracker_server(dsn, token, work) as server:
-                conn = await asyncpg.connect(dsn)
-                try:
-                    print("cell        triggers  jobs/s  trigger share of all CPU  of PostgreSQL's")
-                    for cell in args.cells:
-                        b, w = (int(x) for x in cell.split("x"))
-                        spec = scenario.Spec(b, w, JOBS.get(b, 20000))
-                        res: dict[bool, list[tuple[float, float, float]]] = {True: [], False: []}
-                        for r, on in enumerate(alternating(args.repeat)):
-                            await set_triggers(conn, on)
-                            data = Path(perf_dir) / f"{cell}-{on}-{r}.data"
-                            rec: list[subprocess.Popen[bytes]] = []
+    with tempfile.TemporaryDirectory() as perf_dir:
+        async with served(args.admin_dsn) as (target, conn):
+            print("cell        triggers  jobs/s  trigger share of all CPU  of PostgreSQL's")
+            for cell in args.cells:
+                b, w = (int(x) for x in cell.split("x"))
+                spec = scenario.Spec(b, w, JOBS.get(b, 20000))
+                res: dict[bool, list[tuple[float, float, float]]] = {True: [], False: []}
+                for r, on in enumerate(alternating(args.repeat)):
+                    await set_triggers(conn, on)
+                    data = Path(perf_dir) / f"{cell}-{on}-{r}.data"
+                    rec: list[subprocess.Popen[bytes]] = []
 
-                            async def around(start: bool, data: Path = data,
-                                             rec: list[subprocess.Popen[bytes]] = rec) -> None:
-                                if start:
-                                    rec.append(subprocess.Popen(
-                                        ["perf", "record", "-e", "cpu-clock", "-a", "-g",
-                                         "-o", str(data)],
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-                                    time.sleep(0.2)  # perf is sampling before the drain
-                                else:
-                                    rec[0].send_signal(signal.SIGINT)
-                                    rec[0].wait()
+                    async def around(start: bool, data: Path = data,
+                                     rec: list[subprocess.Popen[bytes]] = rec) -> None:
+                        if start:
+                            rec.append(subprocess.Popen(
+                                ["perf", "record", "-e", "cpu-clock", "-a", "-g",
+                                 "-o", str(data)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                            time.sleep(0.2)  # perf is sampling before the drain
+                        else:
+                            rec[0].send_signal(signal.SIGINT)
+                            rec[0].wait()
 
-                            out = await scenario.run(server.target, spec, around_drain=around)
-                            problems = drain_problems(out, on)
-                            assert not problems, problems
-                            share, of_pg = trigger_share(data)
-                            res[on].append((out["jobs_per_s"], share, of_pg))
-                            data.unlink()
-                        for on in (True, False):
-                            jobs, share, of_pg = (statistics.median(x[i] for x in res[on])
-                                                  for i in range(3))
-                            print(f"B={b:<3} W={w:<3} {'on ' if on else 'off'}   {jobs:8.0f}"
-                                  f"  {share:20.2f} %  {of_pg:13.2f} %", flush=True)
-                        net = (statistics.median(x[1] for x in res[True])
-                               - statistics.median(x[1] for x in res[False]))
-                        print(f"           → the triggers' own work: {net:.2f} % of all CPU",
-                              flush=True)
-                    await set_triggers(conn, True)
-                finally:
-                    await conn.close()
+                    out = await scenario.run(target, spec, around_drain=around)
+                    problems = drain_problems(out, on)
+                    assert not problems, problems
+                    share, of_pg = trigger_share(data)
+                    res[on].append((out["jobs_per_s"], share, of_pg))
+                    data.unlink()
+                for on in (True, False):
+                    jobs, share, of_pg = (statistics.median(x[i] for x in res[on])
+                                          for i in range(3))
+                    print(f"B={b:<3} W={w:<3} {'on ' if on else 'off'}   {jobs:8.0f}"
+                          f"  {share:20.2f} %  {of_pg:13.2f} %", flush=True)
+                net = (statistics.median(x[1] for x in res[True])
+                       - statistics.median(x[1] for x in res[False]))
+                print(f"           → the triggers' own work: {net:.2f} % of all CPU",
+                      flush=True)
     print(f"load average at end: {os.getloadavg()}")
 
 

@@ -247,27 +247,19 @@ async def test_custom_plans_of_large_batches_touch_each_item_once(pg_dsn) -> Non
         await conn.close()
 
 
+def _claim_args(project: str) -> list[object]:
+    """A claim of B jobs by worker w (user u) with the sweep bound SWEEP, at NOW."""
+    attempts = [f"at_new{i}" for i in range(B)]
+    return [project, [], B, attempts, "w", NOW + 300, NOW, "u", SWEEP,
+            ALLOWED_STATUSES[WorkerOp.CLAIM]]  # fmt: skip
+
+
 async def test_generic_plans_read_only_the_batch_and_the_sweep(pg_dsn) -> None:
     conn = await asyncpg.connect(pg_dsn, server_settings=FUNCTION_SETTINGS)
     try:
         await _setup(conn)
         for name, project in (("claim_op_fifo", "p"), ("claim_op_random", "r")):
-            nodes = await _explain(
-                conn,
-                name,
-                [
-                    project,
-                    [],
-                    B,
-                    [f"at_new{i}" for i in range(B)],
-                    "w",
-                    NOW + 300,
-                    NOW,
-                    "u",
-                    SWEEP,
-                    ALLOWED_STATUSES[WorkerOp.CLAIM],
-                ],
-            )
+            nodes = await _explain(conn, name, _claim_args(project))
             queue = "tracker_jobs_claim_idx" if project == "p" else "tracker_jobs_claim_random_idx"
             _check(
                 nodes,
@@ -306,19 +298,7 @@ async def test_generic_plans_cached_on_a_young_table_stay_on_the_batch(pg_dsn) -
         await conn.execute(_JOB, "p", "wip", "w", NOW + 300, B)
         held = await conn.fetch(_HELD, NOW, B)
         ids, attempts = [r["job_id"] for r in held], [r["attempt_id"] for r in held]
-        claim = [
-            "p",
-            [],
-            B,
-            [f"at_new{i}" for i in range(B)],
-            "w",
-            NOW + 300,
-            NOW,
-            "u",
-            SWEEP,
-            ALLOWED_STATUSES[WorkerOp.CLAIM],
-        ]
-        ops = {"claim_op_fifo": claim, **_mutations(ids, attempts), **_ones(ids, attempts)}
+        ops = {"claim_op_fifo": _claim_args("p"), **_mutations(ids, attempts), **_ones(ids, attempts)}
         for name, args in ops.items():  # the first request plans while the table is young
             await _explain(conn, name, args)
             await conn.execute(_RESTORE, NOW + 300, ids)

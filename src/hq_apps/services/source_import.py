@@ -48,14 +48,7 @@ TRACKER_MAX_UNCOMPRESSED = 1 << 40
 
 def _batch_bytes(batch: Sequence[JobSpec]) -> int:
     """A rough size of a decoded batch: its texts, attr at its 8 KiB cap, object overhead."""
-    size = 200 * len(batch)
-    for j in batch:
-        size += len(j.value)
-        if j.via:
-            size += len(j.via)
-        if j.attr:
-            size += 8192
-    return size
+    return sum(len(j.value) + len(j.via or "") + (8192 if j.attr else 0) + 200 for j in batch)
 
 
 def _next_sized(decoder: SourceDecoder) -> tuple[list[JobSpec], int] | None:
@@ -146,24 +139,22 @@ async def import_source(
     # batches and BUFFER_BYTES of estimated job data wait here and in the group being stored.
     ready: asyncio.Queue[list[JobSpec] | Exception | None] = asyncio.Queue(GROUP_BATCHES)
     room = asyncio.Condition()
-    buffered = 0
-    sizes: deque[int] = deque()  # of the batches in ``ready`` and in the group, in queue order
+    # _batch_bytes of the batches in ``ready`` and in the group being stored, in queue order
+    sizes: deque[int] = deque()
     imported = inserted = 0
     batch_lines: tuple[int, int] | None = None
 
     async def put(sized: tuple[list[JobSpec], int]) -> None:
-        nonlocal buffered
         batch, size = sized
         async with room:
-            await room.wait_for(lambda: buffered == 0 or buffered + size <= BUFFER_BYTES)
-            buffered += size
+            await room.wait_for(lambda: not sizes or sum(sizes) + size <= BUFFER_BYTES)
             sizes.append(size)
         await ready.put(batch)
 
     async def release(batches: list[list[JobSpec]]) -> None:
-        nonlocal buffered
         async with room:
-            buffered -= sum(sizes.popleft() for _ in batches)
+            for _ in batches:
+                sizes.popleft()
             room.notify_all()
 
     async def decode() -> None:
