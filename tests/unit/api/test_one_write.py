@@ -1,0 +1,163 @@
+"""One socket write per response (hq_apps.api.one_write), on its own and under uvicorn."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import uvicorn
+
+from hq_apps.api.one_write import HeldWriteTransport, TrackerHttpProtocol
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closed = False
+        self.closing = False
+
+    def write(self, data: bytes) -> None:
+        assert not self.closed
+        self.writes.append(data)
+
+    def close(self) -> None:
+        self.closed = self.closing = True
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+
+async def test_a_write_followed_in_the_same_step_goes_out_joined() -> None:
+    rec = _Recorder()
+    held = HeldWriteTransport(rec, asyncio.get_running_loop())  # type: ignore[arg-type]
+    held.write(b"head")
+    assert rec.writes == []
+    held.write(b"body")
+    assert rec.writes == [b"headbody"]
+    await asyncio.sleep(0)
+    assert rec.writes == [b"headbody"]  # the scheduled flush found nothing held
+
+
+async def test_a_lone_write_goes_out_next_iteration_in_order() -> None:
+    rec = _Recorder()
+    held = HeldWriteTransport(rec, asyncio.get_running_loop())  # type: ignore[arg-type]
+    held.write(b"head")
+    await asyncio.sleep(0)
+    assert rec.writes == [b"head"]
+    held.write(b"chunk1")
+    held.write(b"chunk2")
+    held.write(b"chunk3")
+    await asyncio.sleep(0)
+    assert b"".join(rec.writes) == b"headchunk1chunk2chunk3"
+
+
+async def test_close_writes_what_is_held_first() -> None:
+    rec = _Recorder()
+    held = HeldWriteTransport(rec, asyncio.get_running_loop())  # type: ignore[arg-type]
+    held.write(b"last")
+    held.close()
+    assert rec.writes == [b"last"] and rec.closed
+    await asyncio.sleep(0)
+    assert rec.writes == [b"last"]
+
+
+async def test_nothing_is_written_to_a_connection_already_closing() -> None:
+    rec = _Recorder()
+    held = HeldWriteTransport(rec, asyncio.get_running_loop())  # type: ignore[arg-type]
+    held.write(b"head")
+    rec.closing = True  # the client went away before the next iteration
+    await asyncio.sleep(0)
+    assert rec.writes == []
+
+
+WRITES: list[int] = []
+
+
+class _CountingProtocol(TrackerHttpProtocol):
+    """Counts the writes that reach the connection's transport (asyncio's, which allows it)."""
+
+    def connection_made(self, transport: Any) -> None:
+        real = transport.write
+
+        def write(data: bytes) -> None:
+            WRITES.append(len(data))
+            real(data)
+
+        transport.write = write
+        super().connection_made(transport)
+
+
+async def _app(scope: dict, receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body"):
+        pass
+    if scope["path"] == "/stream":
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        for part in (b"one,", b"two,", b"three"):
+            await asyncio.sleep(0.01)
+            await send({"type": "http.response.body", "body": part, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return
+    body = b"x" * 300
+    headers = [(b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[tuple[str, int]]:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(
+        _app, http=_CountingProtocol, loop="asyncio", lifespan="off", log_level="error"
+    )
+    srv = uvicorn.Server(config)
+    thread = threading.Thread(target=lambda: asyncio.run(srv.serve(sockets=[sock])), daemon=True)
+    thread.start()
+    while not srv.started:
+        thread.join(0.01)
+    yield sock.getsockname()[:2]
+    srv.should_exit = True
+    thread.join(10)
+    sock.close()
+
+
+def _read_responses(c: socket.socket, count: int, end: bytes) -> bytes:
+    out = b""
+    while out.count(end) < count:
+        chunk = c.recv(65536)
+        assert chunk, out
+        out += chunk
+    return out
+
+
+def test_each_response_is_one_write_on_a_kept_alive_connection(server: tuple[str, int]) -> None:
+    WRITES.clear()
+    request = b"POST /x HTTP/1.1\r\nhost: t\r\ncontent-length: 2\r\n\r\n{}"
+    with socket.create_connection(server, timeout=10) as c:
+        for _ in range(3):
+            c.sendall(request)
+            out = _read_responses(c, 1, b"x" * 300)
+            assert out.startswith(b"HTTP/1.1 200 OK\r\n") and out.endswith(b"\r\n\r\n" + b"x" * 300)
+        c.sendall(request * 3)  # pipelined: three responses, in order, one write each
+        out = _read_responses(c, 3, b"x" * 300)
+        assert out.count(b"HTTP/1.1 200 OK") == 3
+    assert len(WRITES) == 6
+    assert all(n > 300 for n in WRITES)
+
+
+def test_a_streamed_response_arrives_whole_and_in_order(server: tuple[str, int]) -> None:
+    request = b"GET /stream HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n"
+    with socket.create_connection(server, timeout=10) as c:
+        c.sendall(request)
+        out = b""
+        while chunk := c.recv(65536):
+            out += chunk
+    head, _, body = out.partition(b"\r\n\r\n")
+    assert b"transfer-encoding: chunked" in head and b"connection: close" in head
+    assert body == b"4\r\none,\r\n4\r\ntwo,\r\n5\r\nthree\r\n0\r\n\r\n"
