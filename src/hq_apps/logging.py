@@ -1,15 +1,19 @@
 """Structured logging: one JSON object per line on stderr.
 
 Entry points call :func:`configure` once; library code uses ``logging.getLogger(__name__)``
-and passes structured fields via ``extra={"fields": {...}}``. Tokens are never logged.
+and passes structured fields via ``extra={"fields": {...}}``. Tokens are never logged. While a
+server runs, :func:`batched` writes the lines in batches (see :class:`LineBatchHandler`).
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
 
 import msgspec
 
@@ -42,6 +46,105 @@ def configure(level: int = logging.INFO) -> None:
     for name in ("uvicorn", "uvicorn.error"):
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True
+
+
+# Lines a batch write may hold: a pipe write of at most PIPE_BUF (4096 on Linux) bytes is never
+# interleaved with another process's, so the children of `tracker serve --processes N` sharing
+# one stderr still never split each other's lines.
+BATCH_BYTES = 4096
+FLUSH_INTERVAL_S = 0.2
+
+
+class LineBatchHandler(logging.Handler):
+    """Writes formatted lines to ``stream`` in batches of up to :data:`BATCH_BYTES`.
+
+    One write (and so one system call) per request line was about 5 % of the tracker's CPU at
+    one job per request (benchmarks/notes/optimisations.md). Lines are held at most
+    :data:`FLUSH_INTERVAL_S` (a background thread writes them), and a WARNING or worse is
+    written at once together with everything before it, so no line changes order and an error
+    is never held. Lines still held when the process is killed outright are lost.
+    """
+
+    def __init__(self, stream: TextIO, interval_s: float = FLUSH_INTERVAL_S) -> None:
+        super().__init__()
+        self.stream = stream
+        self._lines: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(
+            target=self._flush_every, args=(interval_s,), name="hq-log-lines", daemon=True
+        )
+        self._thread.start()
+
+    def emit(self, record: logging.LogRecord) -> None:  # called under self.lock
+        try:
+            self._lines.append(self.format(record) + "\n")
+        except Exception:
+            self.handleError(record)
+            return
+        if record.levelno >= logging.WARNING:
+            self.flush()
+
+    def flush(self) -> None:
+        # Under the handler's (reentrant) lock, as emit is: batches reach the stream in order.
+        with self.lock:  # type: ignore[union-attr]
+            lines, self._lines = self._lines, []
+            batch: list[str] = []
+            size = 0
+            for line in lines:
+                n = len(line) if line.isascii() else len(line.encode())
+                if batch and size + n > BATCH_BYTES:
+                    self._write("".join(batch))
+                    batch, size = [], 0
+                batch.append(line)
+                size += n
+            if batch:
+                self._write("".join(batch))
+
+    def _write(self, text: str) -> None:
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):  # stderr closed: nowhere to report it either
+            pass
+
+    def _flush_every(self, interval_s: float) -> None:
+        while not self._stop.wait(interval_s):
+            self.flush()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+        self.flush()
+        super().close()
+
+
+@contextmanager
+def batched(interval_s: float = FLUSH_INTERVAL_S) -> Iterator[None]:
+    """Within the block, the root logger's JSON line handlers (:func:`configure`'s) batch.
+
+    Used around a running server, where request lines are frequent; at the block's end every
+    held line is written and the original handlers are back. Handlers of another kind (pytest's
+    capture, say) are left as they are."""
+    root = logging.getLogger()
+    originals = list(root.handlers)
+    swapped: list[LineBatchHandler] = []
+    handlers: list[logging.Handler] = []
+    for handler in originals:
+        if type(handler) is logging.StreamHandler and isinstance(handler.formatter, JsonFormatter):
+            batch = LineBatchHandler(handler.stream, interval_s)
+            batch.setFormatter(handler.formatter)
+            batch.setLevel(handler.level)
+            swapped.append(batch)
+            handler = batch
+        handlers.append(handler)
+    root.handlers[:] = handlers
+    try:
+        yield
+    finally:
+        root.handlers[:] = originals
+        for batch in swapped:
+            batch.close()
 
 
 def error_line(error: object) -> str:
