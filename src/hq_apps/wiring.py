@@ -82,8 +82,9 @@ async def serve(
     already-listening socket instead of binding ``host:port``."""
     import uvicorn
 
+    from hq_apps import logging as hq_logging
     from hq_apps.api.app import create_app
-    from hq_apps.api.header_limit import BoundedHttpToolsProtocol
+    from hq_apps.api.one_write import TrackerHttpProtocol
 
     clock = clock or SystemClock()
     if sock is None:  # a --processes child accepts on the parent's socket instead
@@ -95,7 +96,7 @@ async def serve(
             app,
             host=host,
             port=port,
-            http=BoundedHttpToolsProtocol,
+            http=TrackerHttpProtocol,
             lifespan="on",
             log_config=None,
             access_log=False,
@@ -110,17 +111,18 @@ async def serve(
         if process_index is not None:
             fields["process"] = process_index
         log.info("tracker listening", extra={"fields": fields})
-        if on_started is None:
-            await server.serve(sockets)
-        else:
-            task = asyncio.create_task(server.serve(sockets))
-            while not server.started and not task.done():
-                await asyncio.sleep(0.05)
-            if server.started:
-                result = on_started()
-                if result is not None:
-                    await result
-            await task
+        with hq_logging.batched():  # request lines in batches while serving
+            if on_started is None:
+                await server.serve(sockets)
+            else:
+                task = asyncio.create_task(server.serve(sockets))
+                while not server.started and not task.done():
+                    await asyncio.sleep(0.05)
+                if server.started:
+                    result = on_started()
+                    if result is not None:
+                        await result
+                await task
     finally:
         await store.close()
 
