@@ -26,9 +26,16 @@ PARTS = {
 }
 
 
+class _NoPool:
+    """Stands in for the pool, which nothing here uses (the gate in front of it asks its size)."""
+
+    def get_max_size(self) -> int:
+        return 1
+
+
 @pytest.fixture
 def store() -> PostgresStore:
-    return PostgresStore(None, ManualClock())  # type: ignore[arg-type]  # no pool is used
+    return PostgresStore(_NoPool(), ManualClock())  # type: ignore[arg-type]
 
 
 def test_port_methods_lists_own_and_inherited_methods() -> None:
@@ -62,7 +69,7 @@ def test_one_class_per_port_and_no_mixins(store: PostgresStore) -> None:
 
 
 def test_store_options_are_explicit() -> None:
-    store = PostgresStore(None, ManualClock(), claim_sweep_limit=3)  # type: ignore[arg-type]
+    store = PostgresStore(_NoPool(), ManualClock(), claim_sweep_limit=3)  # type: ignore[arg-type]
     assert store.worker.claim_orders == {}
     with pytest.raises(TypeError):
         store.worker.claim_orders["p"] = "fifo"  # type: ignore[index]  # a read-only view

@@ -14,17 +14,21 @@ from typing import Any
 import asyncpg
 
 from hq_adapters.postgres.errors import translated
+from hq_adapters.postgres.fair_gate import FairGate
 from hq_adapters.postgres.queries import q
 from hq_domain.clock import Clock, seconds
 
 
 class Database:
     """One asyncpg pool and the clock every statement's time comes from. Statements are named
-    blocks of ``sql/*.sql`` (:func:`hq_adapters.postgres.queries.q`)."""
+    blocks of ``sql/*.sql`` (:func:`hq_adapters.postgres.queries.q`). Every connection taken
+    here passes a :class:`~hq_adapters.postgres.fair_gate.FairGate` first, so requests get
+    connections in the order they asked."""
 
     def __init__(self, pool: asyncpg.Pool, clock: Clock) -> None:
         self._pool = pool
         self._clock = clock
+        self._gate = FairGate(pool.get_max_size())
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -44,32 +48,46 @@ class Database:
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[asyncpg.Connection]:
         """A pooled connection without a transaction (a single read of several steps)."""
-        with translated():
-            async with self._pool.acquire() as conn:
-                yield conn
+        await self._gate.acquire()
+        try:
+            with translated():
+                async with self._pool.acquire() as conn:
+                    yield conn
+        finally:
+            self._gate.release()
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[asyncpg.Connection]:
         """One transaction on a pooled connection."""
-        with translated():
-            async with self._pool.acquire() as conn, conn.transaction():
-                yield conn
+        await self._gate.acquire()
+        try:
+            with translated():
+                async with self._pool.acquire() as conn, conn.transaction():
+                    yield conn
+        finally:
+            self._gate.release()
+
+    async def _one(self, method: str, name: str, args: tuple[Any, ...]) -> Any:
+        """One statement on a pooled connection, through the gate."""
+        await self._gate.acquire()
+        try:
+            with translated():
+                async with self._pool.acquire() as conn:
+                    return await getattr(conn, method)(q(name), *args)
+        finally:
+            self._gate.release()
 
     async def fetch(self, name: str, *args: Any) -> list[asyncpg.Record]:
-        with translated():
-            return await self._pool.fetch(q(name), *args)
+        return await self._one("fetch", name, args)
 
     async def fetchrow(self, name: str, *args: Any) -> asyncpg.Record | None:
-        with translated():
-            return await self._pool.fetchrow(q(name), *args)
+        return await self._one("fetchrow", name, args)
 
     async def fetchval(self, name: str, *args: Any) -> Any:
-        with translated():
-            return await self._pool.fetchval(q(name), *args)
+        return await self._one("fetchval", name, args)
 
     async def execute(self, name: str, *args: Any) -> str:
-        with translated():
-            return await self._pool.execute(q(name), *args)
+        return await self._one("execute", name, args)
 
     async def close(self) -> None:
         await self._pool.close()
