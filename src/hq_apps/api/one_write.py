@@ -10,7 +10,9 @@ a write with nothing held is held, and the next write in the same loop iteration
 joined to it — the body of every response sent in one step, which is every response of the
 worker routes and of Litestar. A write that nothing follows (a streamed response awaiting its
 next chunk) goes out at the start of the next loop iteration, before any further socket events
-are handled, so bytes never change order. ``close`` writes what is held first.
+are handled, so bytes never change order. ``close`` writes what is held first, and so does the
+end of every response (a HEAD response's headers have no body to join), so nothing is ever
+held once a response is complete and the protocol may close the connection itself.
 """
 
 from __future__ import annotations
@@ -65,8 +67,18 @@ class TrackerHttpProtocol(BoundedHttpToolsProtocol):
         # uvicorn hands self.transport to the request cycle it builds here; the cycle gets the
         # holding wrapper, everything else of the protocol keeps the real transport.
         transport = self.transport
-        self.transport = HeldWriteTransport(transport, self.loop)  # type: ignore[assignment]
+        held = HeldWriteTransport(transport, self.loop)
+        self.transport = held  # type: ignore[assignment]
         try:
             super().on_headers_complete()
         finally:
             self.transport = transport
+        cycle = self.cycle
+        if cycle is not None and cycle.transport is held:
+            complete = cycle.on_response
+
+            def on_response() -> None:  # the end of this response writes what it holds
+                held.flush()
+                complete()
+
+            cycle.on_response = on_response

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -75,6 +76,7 @@ async def test_nothing_is_written_to_a_connection_already_closing() -> None:
 
 
 WRITES: list[int] = []
+WRITTEN_BY_THE_END: list[int] = []
 
 
 class _CountingProtocol(TrackerHttpProtocol):
@@ -106,7 +108,9 @@ async def _app(scope: dict, receive: Any, send: Any) -> None:
     body = b"x" * 300
     headers = [(b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": 200, "headers": headers})
+    before = len(WRITES)
     await send({"type": "http.response.body", "body": body, "more_body": False})
+    WRITTEN_BY_THE_END.append(len(WRITES) - before)  # in the same step as the last send
 
 
 @pytest.fixture(scope="module")
@@ -161,3 +165,17 @@ def test_a_streamed_response_arrives_whole_and_in_order(server: tuple[str, int])
     head, _, body = out.partition(b"\r\n\r\n")
     assert b"transfer-encoding: chunked" in head and b"connection: close" in head
     assert body == b"4\r\none,\r\n4\r\ntwo,\r\n5\r\nthree\r\n0\r\n\r\n"
+
+
+def test_a_head_response_is_written_when_it_completes(server: tuple[str, int]) -> None:
+    """A HEAD response has no body write to join its headers: the end of the response writes
+    them, so nothing is held once the protocol may close the connection."""
+    WRITTEN_BY_THE_END.clear()
+    with socket.create_connection(server, timeout=10) as c:
+        c.sendall(b"HEAD /x HTTP/1.1\r\nhost: t\r\n\r\n")
+        out = _read_responses(c, 1, b"\r\n\r\n")
+    assert out.startswith(b"HTTP/1.1 200 OK\r\n") and b"content-length: 300" in out
+    deadline = time.monotonic() + 5  # the app records after its send returns
+    while not WRITTEN_BY_THE_END and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert WRITTEN_BY_THE_END == [1]
