@@ -5,9 +5,9 @@ no inherited event loop or pool) that each accept with their own uvicorn, app an
 On Linux every child has a socket of its own, all bound to the one port with SO_REUSEPORT, and
 the kernel spreads new connections evenly over them by a hash of their addresses. One shared
 socket (what other systems get) lets whichever child accepts first take the connection: with
-64 workers on two children it was 44 against 21, and the claims of the busier child's workers
-waited twice as long (claim p99 3.5 × p50; benchmarks/notes/optimisations.md). A worker's
-connection stays with one child for its life either way.
+64 workers on two children it was 44 against 21 (benchmarks/notes/optimisations.md), and as
+both children serve at about the same rate, the busier child's workers wait about twice as
+long. A worker's connection stays with one child for its life either way.
 
 Lifecycle:
 
