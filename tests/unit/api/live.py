@@ -1,4 +1,5 @@
-"""Run the real app under uvicorn on a free TCP port in a background thread (memory store)."""
+"""Run the real app under uvicorn on a free TCP port in a background thread (memory store), or
+any ASGI app under a given uvicorn protocol (:func:`uvicorn_in_thread`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import uvicorn
 
@@ -56,3 +58,23 @@ def live_memory_server() -> Iterator[str]:
         holder["server"].should_exit = True
         thread.join(10)
         time.sleep(0)
+
+
+@contextmanager
+def uvicorn_in_thread(app: Any, **config: Any) -> Iterator[tuple[str, int]]:
+    """``app`` served by uvicorn with ``config`` on a loopback socket; yields (host, port)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="error", **config))
+    thread = threading.Thread(
+        target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True
+    )
+    thread.start()
+    while not server.started:
+        thread.join(0.01)
+    try:
+        yield sock.getsockname()[:2]
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import socket
-import threading
 from collections.abc import Iterator
 
 import pytest
-import uvicorn
 
 from hq_apps.api.header_limit import MAX_HEADER_BLOCK_BYTES, BoundedHttpToolsProtocol
+from tests.unit.api.live import uvicorn_in_thread
 
 SEEN: list[str] = []
 
@@ -32,18 +30,8 @@ async def _app(scope: dict, receive: object, send: object) -> None:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[tuple[str, int]]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(_app, http=BoundedHttpToolsProtocol, lifespan="off", log_level="error")
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=lambda: asyncio.run(srv.serve(sockets=[sock])), daemon=True)
-    thread.start()
-    while not srv.started:
-        thread.join(0.01)
-    yield sock.getsockname()[:2]
-    srv.should_exit = True
-    thread.join(10)
-    sock.close()
+    with uvicorn_in_thread(_app, http=BoundedHttpToolsProtocol) as addr:
+        yield addr
 
 
 def _exchange(addr: tuple[str, int], raw: bytes) -> bytes:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import uvicorn
 
 from hq_apps.api.one_write import HeldWriteTransport, TrackerHttpProtocol
+from tests.unit.api.live import uvicorn_in_thread
 
 
 class _Recorder:
@@ -115,20 +114,8 @@ async def _app(scope: dict, receive: Any, send: Any) -> None:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[tuple[str, int]]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(
-        _app, http=_CountingProtocol, loop="asyncio", lifespan="off", log_level="error"
-    )
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=lambda: asyncio.run(srv.serve(sockets=[sock])), daemon=True)
-    thread.start()
-    while not srv.started:
-        thread.join(0.01)
-    yield sock.getsockname()[:2]
-    srv.should_exit = True
-    thread.join(10)
-    sock.close()
+    with uvicorn_in_thread(_app, http=_CountingProtocol, loop="asyncio") as addr:
+        yield addr
 
 
 def _read_responses(c: socket.socket, count: int, end: bytes) -> bytes:
