@@ -58,8 +58,9 @@ FLUSH_INTERVAL_S = 0.2
 class LineBatchHandler(logging.Handler):
     """Writes formatted lines to ``stream`` in batches of up to :data:`BATCH_BYTES`.
 
-    One write (and so one system call) per request line was about 5 % of the tracker's CPU at
-    one job per request (benchmarks/notes/optimisations.md). Lines are held at most
+    Each request line cost a write system call of its own; with the one write per response of
+    ``hq_apps.api.one_write`` a request's writes went from 4.1 to 2.1 (strace of a B=1 drain,
+    benchmarks/notes/optimisations.md). Lines are held at most
     :data:`FLUSH_INTERVAL_S` (a background thread writes them), and a WARNING or worse is
     written at once together with everything before it, so no line changes order and an error
     is never held. Lines still held when the process is killed outright are lost.

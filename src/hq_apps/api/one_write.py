@@ -2,8 +2,9 @@
 
 uvicorn's httptools cycle writes a response's status line and headers as soon as
 ``http.response.start`` arrives and the body when ``http.response.body`` does: two ``send``
-system calls and, with TCP_NODELAY, two packets for the client to wake up on. At one job per
-claim those sends were about a tenth of the tracker's CPU (benchmarks/notes/optimisations.md).
+system calls and, with TCP_NODELAY, two packets for the client to wake up on. Together with
+the batched log lines of ``hq_apps.logging`` this took a B=1 request from 4.1 writes to 2.1
+(strace; benchmarks/notes/optimisations.md).
 
 :class:`HeldWriteTransport` stands between a request's cycle and the connection's transport:
 a write with nothing held is held, and the next write in the same loop iteration goes out
