@@ -3,10 +3,10 @@
 asyncpg's pool keeps its idle connections in an ``asyncio.Queue``. When a connection comes back,
 the queue wakes its longest waiter, but a request that asks in the meantime (one that has only
 just arrived) takes the connection first, and the woken waiter goes to the *back* of the line.
-With a fleet of 64 workers on 4 connections, that made some claims wait three times as long as
-the median (claim p99 ≈ 2.7 × p50, against ≈ 1.3 for the reference; benchmarks/notes/
-optimisations.md). :class:`FairGate` admits at most the pool's size of holders, and a holder
-leaving hands its place straight to the oldest waiter, so nobody overtakes.
+With 64 workers on two processes of 4 connections each, that made some claims wait about
+three times as long as the median (claim p99 ≈ 2.7 × p50, against ≈ 1.3 for the reference;
+benchmarks/notes/optimisations.md). :class:`FairGate` admits at most the pool's size of
+holders, and a holder leaving hands its place straight to the oldest waiter: nobody overtakes.
 """
 
 from __future__ import annotations
