@@ -1,21 +1,16 @@
 """``tracker serve --processes N``: N server processes on one listening socket.
 
-The parent binds the listening sockets, then starts N children (``spawn``: fresh interpreters,
-no inherited event loop or pool) that each accept with their own uvicorn, app and asyncpg pool.
-On Linux every child has a socket of its own, all bound to the one port with SO_REUSEPORT, and
-the kernel spreads new connections evenly over them by a hash of their addresses. One shared
-socket (what other systems get) lets whichever child accepts first take the connection: with
-64 workers on two children it was 44 against 21 (benchmarks/notes/optimisations.md), and as
-both children serve at about the same rate, the busier child's workers wait about twice as
-long. A worker's connection stays with one child for its life either way.
+The parent binds the socket once, then starts N children (``spawn``: fresh interpreters, no
+inherited event loop or pool) that each accept on the shared socket with their own uvicorn,
+app and asyncpg pool. The kernel hands each new connection to whichever child accepts first,
+so a busy child takes fewer.
 
 Lifecycle:
 
 * **Start-up**: every child must report "listening". A child that exits before that (bad
   settings, database unreachable) stops the whole unit with exit status 1, like a single
   process that cannot start.
-* **A child dies later** (crash, OOM kill): it is restarted on the same socket, and logged
-  (connections that arrive for that socket meanwhile wait in its backlog). More
+* **A child dies later** (crash, OOM kill): it is restarted on the same socket, and logged. More
   than ``MAX_RESTARTS`` restarts within ``RESTART_WINDOW_S`` stop the unit with status 1, so a
   crash loop surfaces to the orchestrator instead of spinning.
 * **SIGINT/SIGTERM** to the parent: SIGTERM to every child, each drains its in-flight requests
@@ -58,42 +53,15 @@ POLL_S = 0.1
 METRICS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
-# Linux balances connections over the sockets of a SO_REUSEPORT group; other systems either
-# lack the option or hand every connection to one socket of the group.
-BALANCED_REUSEPORT = sys.platform.startswith("linux") and hasattr(socket, "SO_REUSEPORT")
-
-
-def bind_sockets(host: str, port: int, n: int) -> list[socket.socket]:
-    """The listening sockets of ``n`` children, inheritable: ``n`` sockets of one SO_REUSEPORT
-    group where the kernel balances connections over them, else one socket shared by all."""
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket (IPv6 when ``host`` is an IPv6 literal), inheritable by children."""
     from hq_apps.wiring import check_listen
 
-    balanced = n > 1 and BALANCED_REUSEPORT
-    # One clear line instead of a traceback. The group's probe leaves SO_REUSEPORT off, or the
-    # group would join a group of another tracker of the same user on this port.
-    check_listen(host, port, reuseport=not balanced)
-    if not balanced:
-        return [_listening(host, port, reuseport=False)] * n
-    socks: list[socket.socket] = []
-    try:
-        for _ in range(n):
-            socks.append(_listening(host, port, reuseport=True))
-            port = socks[0].getsockname()[1]  # port 0: the others join the first's port
-    except OSError:
-        for sock in socks:
-            sock.close()
-        raise
-    return socks
-
-
-def _listening(host: str, port: int, *, reuseport: bool) -> socket.socket:
-    """A listening TCP socket (IPv6 when ``host`` is an IPv6 literal), inheritable by children."""
+    check_listen(host, port)  # one clear line instead of a traceback
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if reuseport:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
         sock.listen(2048)
     except OSError:
@@ -157,11 +125,11 @@ class Supervisor:
     def run(self) -> int:
         """Serve until a signal (0) or an unrecoverable child failure (1)."""
         n = self.settings.processes
-        socks = bind_sockets(self.host, self.port, n)
+        sock = bind_socket(self.host, self.port)
         metrics_dir = _metrics_dir() if self.metrics and n > 1 else None
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            self.children = [self._start(socks[i], i) for i in range(n)]
+            self.children = [self._start(sock, i) for i in range(n)]
             status = self._wait_started()
             if status == 0:
                 log.info(
@@ -169,12 +137,11 @@ class Supervisor:
                     extra={"fields": {"listen": f"{self.host}:{self.port}", "processes": n,
                                       "pids": [c.process.pid for c in self.children]}},
                 )  # fmt: skip
-                status = self._supervise(socks)
+                status = self._supervise(sock)
             return status
         finally:
             self._stop_all()
-            for sock in set(socks):
-                sock.close()
+            sock.close()
             for s, handler in previous.items():
                 signal.signal(s, handler)
             if metrics_dir is not None:
@@ -199,7 +166,7 @@ class Supervisor:
             time.sleep(POLL_S)
         return 0
 
-    def _supervise(self, socks: list[socket.socket]) -> int:
+    def _supervise(self, sock: socket.socket) -> int:
         while not self.stop_requested:
             for i, c in enumerate(self.children):
                 if c.process.is_alive():
@@ -214,7 +181,7 @@ class Supervisor:
                     return 1
                 self.restarts.append(now)
                 log.error("tracker process exited; restarting", extra={"fields": fields})
-                self.children[i] = self._start(socks[c.index], c.index)
+                self.children[i] = self._start(sock, c.index)
             time.sleep(POLL_S)
         return 0
 
@@ -245,7 +212,7 @@ def _metrics_dir() -> str:
 
 
 def serve_processes(settings: Settings, host: str, port: int, *, metrics: bool = False) -> int:
-    """Run ``settings.processes`` server processes on one port; returns the exit status."""
+    """Run ``settings.processes`` server processes on one socket; returns the exit status."""
     if not 1 <= settings.processes <= MAX_PROCESSES:
         raise ValueError(f"processes must be between 1 and {MAX_PROCESSES}")
     return Supervisor(settings, host, port, metrics=metrics).run()

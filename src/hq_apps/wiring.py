@@ -45,17 +45,16 @@ async def run_migrations(dsn: str, clock: Clock | None = None) -> list[str]:
     return await asyncio.wait_for(migrate_dsn(dsn, now_s), MIGRATE_TIMEOUT_S)
 
 
-def check_listen(host: str, port: int, *, reuseport: bool = True) -> None:
+def check_listen(host: str, port: int) -> None:
     """Fail with one clear line before serving when ``host:port`` cannot be bound (uvicorn
     would log the bind error, then die with a traceback and exit status 3). The probe sets
-    the same reuse options as a listening tracker, so it only fails where serving would;
-    ``reuseport=False`` also fails where any socket is bound to the port."""
+    the same reuse options as a listening tracker, so it only fails where serving would."""
     import socket
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if reuseport and hasattr(socket, "SO_REUSEPORT"):
+        if hasattr(socket, "SO_REUSEPORT"):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         try:
             sock.bind((host, port))

@@ -1,4 +1,4 @@
-"""The ``--processes`` supervisor's plumbing that needs no database: the listening sockets, the
+"""The ``--processes`` supervisor's plumbing that needs no database: the shared socket, the
 private metrics directory handed to the children, and start-up failure."""
 
 from __future__ import annotations
@@ -57,55 +57,14 @@ def test_no_metrics_dir_without_metrics(tmp_path: Path) -> None:
     assert Path(f"{sup.out}.0").read_text().split() == ["0"]
 
 
-def test_one_process_gets_one_socket_that_listens_and_is_inheritable() -> None:
-    [sock] = processes.bind_sockets("127.0.0.1", 0, 1)
+def test_bind_socket_listens_and_is_inheritable() -> None:
+    sock = processes.bind_socket("127.0.0.1", 0)
     try:
         assert sock.get_inheritable()
         with socket.create_connection(sock.getsockname(), timeout=2):
             pass
     finally:
         sock.close()
-
-
-@pytest.mark.skipif(not processes.BALANCED_REUSEPORT, reason="Linux SO_REUSEPORT balancing")
-def test_each_child_gets_its_own_socket_and_connections_spread_over_them() -> None:
-    socks = processes.bind_sockets("127.0.0.1", 0, 2)
-    clients: list[socket.socket] = []
-    try:
-        assert len({id(s) for s in socks}) == 2 and all(s.get_inheritable() for s in socks)
-        assert socks[0].getsockname() == socks[1].getsockname()
-        addr = socks[0].getsockname()
-        clients = [socket.create_connection(addr, timeout=2) for _ in range(64)]
-        accepted = []
-        for s in socks:
-            s.setblocking(False)
-            n = 0
-            while True:
-                try:
-                    conn, _ = s.accept()
-                except BlockingIOError:
-                    break
-                conn.close()
-                n += 1
-            accepted.append(n)
-        assert sum(accepted) == 64
-        assert min(accepted) >= 16, accepted  # a hash split: 32 ± a few, never one-sided
-    finally:
-        for c in clients:
-            c.close()
-        for s in socks:
-            s.close()
-
-
-def test_a_second_group_on_a_port_in_use_is_refused() -> None:
-    first = processes.bind_sockets("127.0.0.1", 0, 2)
-    try:
-        port = first[0].getsockname()[1]
-        with pytest.raises(OSError, match="is another tracker running there"):
-            processes.bind_sockets("127.0.0.1", port, 2)
-    finally:
-        for s in set(first):
-            s.close()
 
 
 def test_processes_out_of_range_are_refused() -> None:
