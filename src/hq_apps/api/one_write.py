@@ -19,13 +19,13 @@ held once a response is complete and the protocol may close the connection itsel
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from hq_apps.api.header_limit import BoundedHttpToolsProtocol
 
 
 class HeldWriteTransport:
-    """The part of an asyncio transport a uvicorn request cycle uses, with writes joined."""
+    """The part of an asyncio transport a uvicorn request cycle uses (write, close, is_closing),
+    with writes joined."""
 
     __slots__ = ("_held", "_loop", "_transport")
 
@@ -56,9 +56,6 @@ class HeldWriteTransport:
 
     def is_closing(self) -> bool:
         return self._transport.is_closing()
-
-    def get_extra_info(self, name: str, default: Any = None) -> Any:
-        return self._transport.get_extra_info(name, default)
 
 
 class TrackerHttpProtocol(BoundedHttpToolsProtocol):
