@@ -97,11 +97,22 @@ async def _drop(dsn: str, name: str) -> None:
         await conn.close()
 
 
+# The worker functions that count their own status changes (migration 0013): hq.counted = on
+# in their SET clause. "Off" sets it to off, so their counted CTEs append nothing either.
+_COUNTING_FUNCTIONS = """
+SELECT oid::regprocedure::text FROM pg_proc
+WHERE proconfig && ARRAY['hq.counted=on', 'hq.counted=off']
+"""
+
+
 async def set_triggers(conn: asyncpg.Connection, on: bool) -> None:
-    """Enable or disable every trigger in TRIGGERS (the runs compare both states)."""
+    """Turn all job counting on or off (the runs compare both states): every trigger in
+    TRIGGERS, and the worker functions' own counting (0013)."""
     verb = "ENABLE" if on else "DISABLE"
     for t in TRIGGERS:
         await conn.execute(f"ALTER TABLE tracker_jobs {verb} TRIGGER {t}")
+    for fn in await conn.fetch(_COUNTING_FUNCTIONS):
+        await conn.execute(f"ALTER FUNCTION {fn[0]} SET hq.counted = {'on' if on else 'off'}")
 
 
 @asynccontextmanager

@@ -10,11 +10,12 @@ import asyncpg
 import pytest
 
 from hq_adapters.postgres import connect
+from hq_adapters.postgres.worker import GENERIC_PLAN_MAX_ITEMS, PostgresWorker
 from hq_domain.clock import ManualClock
 from hq_domain.jobs import ExecutionError, JobSpec, Outcome
 from hq_domain.projects import ProjectPut
 from hq_domain.users import Role, UserStatus
-from hq_domain.worker import ClaimRequest, CompleteItem, FailItem
+from hq_domain.worker import AttemptRef, ClaimRequest, CompleteItem, FailItem
 
 pytestmark = pytest.mark.postgres
 
@@ -73,6 +74,58 @@ async def test_every_writer_is_counted(pg_dsn) -> None:
         await conn.execute("TRUNCATE tracker_jobs")
         assert await conn.fetchval("SELECT count(*) FROM tracker_job_counts") == 0
         assert await conn.fetchval("SELECT count(*) FROM tracker_job_count_deltas") == 0
+    finally:
+        await conn.close()
+        await store.close()
+
+
+@pytest.mark.parametrize("generic_max", [GENERIC_PLAN_MAX_ITEMS, 0])
+@pytest.mark.parametrize("order", ["fifo", "random"])
+async def test_worker_statements_count_each_change_once(
+    pg_dsn, generic_max: int, order: str
+) -> None:
+    """Migration 0013: in their functions (generic_max 16) the worker statements append
+    their own deltas and the update trigger steps aside; run as plain statements (0) they
+    append none and the trigger counts them. Either way every change counts once: one-item
+    and batch claims (sweeping expired leases back to todo, to wip and to reset_exhausted),
+    completions, retryable and final failures, and extensions (no change)."""
+    clock = ManualClock()
+    store = await connect(pg_dsn, clock, min_size=1, max_size=2)
+    worker = PostgresWorker(store.database, generic_plan_max_items=generic_max)
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        await store.put_user("u", UserStatus.ACTIVE, [Role.WORKER])
+        await store.put_project("p", ProjectPut(status="active", claim_order=order, max_resets=1))
+        await store.enqueue("p", [JobSpec(f"v{i}", id=f"j{i}") for i in range(40)])
+
+        async def claim(n: int, lease: int = 60) -> list:
+            return (await worker.claim("u", "p", ClaimRequest("w", n, lease, (), 1))).jobs
+
+        # Leases of 1 s, expired before each next claim, which sweeps them: once back to todo
+        # (and picked again in the same statement), the second time out (reset_exhausted).
+        for _ in range(3):
+            assert len(await claim(6, lease=1)) == 6
+            clock.advance(2)
+            assert len(await claim(1, lease=1)) == 1
+            await _agree(conn)
+            assert len(await claim(8, lease=1)) == 8
+            await _agree(conn)
+            clock.advance(2)
+        one, batch = await claim(1), await claim(5)
+        await worker.extend_lease("u", "p", "w", 90, [AttemptRef(j.job_id, j.attempt_id) for j in batch])
+        await worker.complete("u", "p", "w", [CompleteItem(one[0].job_id, one[0].attempt_id, Outcome("success"), None)])
+        await _agree(conn)
+        await worker.complete("u", "p", "w", [CompleteItem(j.job_id, j.attempt_id, Outcome("success"), None) for j in batch[:2]])
+        await worker.fail("u", "p", "w", [FailItem(batch[2].job_id, batch[2].attempt_id, True, ExecutionError("e"))])
+        await worker.fail("u", "p", "w", [FailItem(j.job_id, j.attempt_id, r, ExecutionError("e"))
+                                          for j, r in zip(batch[3:], (True, False), strict=True)])
+        assert len(await claim(2)) == 2  # held: some wip at the end
+        truth = await _agree(conn)
+        assert {s for p, s in truth if p == "p"} >= {"todo", "wip", "done", "failed", "reset_exhausted"}
+        deltas = await conn.fetchval("SELECT count(*) FROM tracker_job_count_deltas WHERE status <> 'resets'")
+        assert deltas > 0
+        assert (await store.get_project("p")).job_counts.as_dict() == {
+            s: truth.get(("p", s), 0) for s in ("todo", "wip", "done", "failed", "reset_exhausted")}
     finally:
         await conn.close()
         await store.close()

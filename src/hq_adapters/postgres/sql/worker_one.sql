@@ -23,7 +23,8 @@ LEFT JOIN tracker_projects p ON p.id = $2
 -- half as much per call (benchmarks/notes/optimisations.md). One row needs no lock ordering,
 -- so the UPDATE locks it itself and re-checks every condition on the row it locks; the worker
 -- row is still written first (the `count(*) FROM w` condition). The same checks and the same
--- written fields as complete_op (tests/integration/test_lifecycle_agreement.py runs both).
+-- written fields as complete_op (tests/integration/test_lifecycle_agreement.py runs both),
+-- and counted as complete_op (migration 0013).
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      p AS (SELECT status FROM tracker_projects WHERE id = $1),
      ok AS (
@@ -47,6 +48,11 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
           AND j.job_id = ($3::bigint[])[1] AND j.attempt_id = ($4::text[])[1]
           AND (j.project_id = $1) IS TRUE AND j.worker_id = $2 AND j.lease_expires_at > $7
         RETURNING j.status
+     ),
+     counted AS (
+        INSERT INTO tracker_job_count_deltas (project_id, status, n)
+        SELECT $1, s.status, s.n FROM done d, LATERAL (VALUES ('wip', -1), (d.status, 1)) AS s(status, n)
+        WHERE current_setting('hq.counted', true) = 'on'
      )
 SELECT EXISTS (SELECT 1 FROM ok) AS ok, ARRAY[(SELECT d.status FROM done d)] AS job_statuses
 
@@ -81,6 +87,11 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
           AND j.job_id = ($3::bigint[])[1] AND j.attempt_id = ($4::text[])[1]
           AND (j.project_id = $1) IS TRUE AND j.worker_id = $2 AND j.lease_expires_at > $7
         RETURNING j.status
+     ),
+     counted AS (
+        INSERT INTO tracker_job_count_deltas (project_id, status, n)
+        SELECT $1, s.status, s.n FROM failed d, LATERAL (VALUES ('wip', -1), (d.status, 1)) AS s(status, n)
+        WHERE current_setting('hq.counted', true) = 'on'
      )
 SELECT EXISTS (SELECT 1 FROM ok) AS ok, ARRAY[(SELECT d.status FROM failed d)] AS job_statuses
 

@@ -33,6 +33,10 @@ FROM tracker_worker_gate($1, $2) AS g
 -- tracker_rule_first_items, the items that may apply (hq_domain.lifecycle.first_items: the
 -- first occurrence of each (job_id, attempt_id); their payload is read by position). The SET
 -- list is hq_domain.lifecycle.complete.
+-- Counting (migration 0013): in its function (hq.counted = on) the statement appends its
+-- status changes (wip → the RETURNed status) to tracker_job_count_deltas itself, in the
+-- counted CTE, and the update trigger skips it; run plain, the CTE appends nothing and the
+-- trigger counts it. fail_op, claim_op_* and the one-item forms do the same.
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      p AS (SELECT status FROM tracker_projects WHERE id = $1),
      ok AS (
@@ -73,6 +77,12 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
           AND j.job_id = f.job_id AND j.attempt_id = f.attempt_id AND j.worker_id = $2
           AND j.lease_expires_at > $7
         RETURNING f.ord, j.status
+     ),
+     counted AS (
+        INSERT INTO tracker_job_count_deltas (project_id, status, n)
+        SELECT $1, s.status, sum(s.n) FROM done d, LATERAL (VALUES ('wip', -1), (d.status, 1)) AS s(status, n)
+        WHERE current_setting('hq.counted', true) = 'on'
+        GROUP BY s.status
      )
 SELECT EXISTS (SELECT 1 FROM ok) AS ok,
        ARRAY(SELECT d.status FROM input i LEFT JOIN done d ON d.ord = i.ord ORDER BY i.ord)
@@ -83,7 +93,7 @@ SELECT EXISTS (SELECT 1 FROM ok) AS ok,
 -- $5 retryable flags, $6 errors, $7 now; $8 user, $9 allowed statuses), written only when ok
 -- (see complete_op). tracker_rule_fail_status
 -- (migration 0008) is hq_domain.lifecycle.fail's status over the project's max_resets read in
--- this statement; completed_at is set unless the job goes back to todo.
+-- this statement; completed_at is set unless the job goes back to todo. Counted as complete_op.
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      p AS (SELECT status, max_resets FROM tracker_projects WHERE id = $1),
      ok AS (
@@ -128,6 +138,12 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
           AND j.job_id = f.job_id AND j.attempt_id = f.attempt_id AND j.worker_id = $2
           AND j.lease_expires_at > $7
         RETURNING f.ord, j.status
+     ),
+     counted AS (
+        INSERT INTO tracker_job_count_deltas (project_id, status, n)
+        SELECT $1, s.status, sum(s.n) FROM failed d, LATERAL (VALUES ('wip', -1), (d.status, 1)) AS s(status, n)
+        WHERE current_setting('hq.counted', true) = 'on'
+        GROUP BY s.status
      )
 SELECT EXISTS (SELECT 1 FROM ok) AS ok,
        ARRAY(SELECT d.status FROM input i LEFT JOIN failed d ON d.ord = i.ord ORDER BY i.ord)
@@ -198,6 +214,8 @@ SELECT EXISTS (SELECT 1 FROM ok) AS ok,
 -- Rules (migration 0008, inlined): tracker_rule_type_accepted for accept types, and
 -- tracker_rule_reset_status for swept rows (hq_domain.lifecycle.expire; a revived row is one
 -- it sends back to todo). Picked rows get hq_domain.lifecycle.claim's fields.
+-- Counted as complete_op (migration 0013): a picked row was todo, a swept row wip (both
+-- locked), and RETURNING gives the new status.
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      p AS (SELECT * FROM tracker_projects WHERE id = $1),
      ok AS (
@@ -261,9 +279,18 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
         FROM touched t, ok
         WHERE j.job_id = t.job_id AND j.job_id = ANY (ARRAY(SELECT job_id FROM touched))
         RETURNING t.ord, j.job_id, j.attempt_id, j.lease_expires_at, j.value, j.external_id,
-                  j.spec::text AS spec
+                  j.spec::text AS spec, t.swept, j.status
+     ),
+     counted AS (
+        INSERT INTO tracker_job_count_deltas (project_id, status, n)
+        SELECT $1, s.status, sum(s.n) FROM changed c,
+            LATERAL (VALUES (CASE WHEN c.swept THEN 'wip' ELSE 'todo' END, -1), (c.status, 1))
+                AS s(status, n)
+        WHERE current_setting('hq.counted', true) = 'on'
+        GROUP BY s.status HAVING sum(s.n) <> 0
      )
-SELECT EXISTS (SELECT 1 FROM ok) AS fast, pv.policy_version, c.*
+SELECT EXISTS (SELECT 1 FROM ok) AS fast, pv.policy_version, c.ord, c.job_id, c.attempt_id,
+       c.lease_expires_at, c.value, c.external_id, c.spec
 FROM (SELECT 1) AS one
 LEFT JOIN (SELECT policy_version FROM p) AS pv ON true
 LEFT JOIN changed c ON c.ord IS NOT NULL
@@ -336,9 +363,18 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
         FROM touched t, ok
         WHERE j.job_id = t.job_id AND j.job_id = ANY (ARRAY(SELECT job_id FROM touched))
         RETURNING t.ord, j.job_id, j.attempt_id, j.lease_expires_at, j.value, j.external_id,
-                  j.spec::text AS spec
+                  j.spec::text AS spec, t.swept, j.status
+     ),
+     counted AS (
+        INSERT INTO tracker_job_count_deltas (project_id, status, n)
+        SELECT $1, s.status, sum(s.n) FROM changed c,
+            LATERAL (VALUES (CASE WHEN c.swept THEN 'wip' ELSE 'todo' END, -1), (c.status, 1))
+                AS s(status, n)
+        WHERE current_setting('hq.counted', true) = 'on'
+        GROUP BY s.status HAVING sum(s.n) <> 0
      )
-SELECT EXISTS (SELECT 1 FROM ok) AS fast, pv.policy_version, c.*
+SELECT EXISTS (SELECT 1 FROM ok) AS fast, pv.policy_version, c.ord, c.job_id, c.attempt_id,
+       c.lease_expires_at, c.value, c.external_id, c.spec
 FROM (SELECT 1) AS one
 LEFT JOIN (SELECT policy_version FROM p) AS pv ON true
 LEFT JOIN changed c ON c.ord IS NOT NULL
