@@ -3,8 +3,9 @@ counter table saves GET project / list projects.
 
 Part 1 (``cost``): claim(B) → complete cycles through PostgresStore by W concurrent workers
 (one pooled connection each, no HTTP: the database share of a request is what the triggers
-touch, so this is the strictest view of their cost). Runs alternate triggers on / off
-(``ALTER TABLE … ENABLE/DISABLE TRIGGER``) under the same conditions; each run reports cycles/s,
+touch, so this is the strictest view of their cost). Runs alternate counting on / off
+(``ALTER TABLE … ENABLE/DISABLE TRIGGER``, and since migration 0013 the worker functions' own
+counting, ``SET hq.counted = on/off``) under the same conditions; each run reports cycles/s,
 PostgreSQL backend CPU per job (utime+stime of the workers' backends from /proc, so the server
 must run on this machine) and the benchmark process CPU per job.
 

@@ -10,7 +10,9 @@ execution (``AfterTriggerEndQuery``: the plpgsql functions and their delta inser
 capture of transition rows while the statement runs (``ExecAR*Triggers``). A drain that is
 CPU-bound (it is here: the machine is idle ~12 % of the time) loses at most about that share
 of its throughput. The same symbols are summed with the triggers disabled, as the floor that
-PostgreSQL's trigger machinery costs anyway.
+PostgreSQL's trigger machinery costs anyway. Since migration 0013 the worker statements append
+their own deltas inside the statement, which these symbols do not cover: this measures what the
+triggers still cost (the transition-row capture and the other writers), not all counting.
 
 Needs ``perf`` and permission to sample every CPU (root here), a PostgreSQL on this machine,
 and a PostgreSQL built with symbols for those functions (Debian's is).
