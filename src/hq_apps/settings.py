@@ -43,7 +43,7 @@ class Settings:
     """Worker processes sharing the listening socket (``tracker serve --processes``)."""
     web: WebSettings | None = None
     pool_min: int = 2
-    pool_max: int = 16
+    pool_max: int = 4
     sweep_interval_s: float = 5.0
     """D2 background sweep period; ``0`` disables the sweeper (tests with a manual clock)."""
     sweep_batch: int = 1000

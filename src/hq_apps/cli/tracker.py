@@ -327,7 +327,7 @@ def serve(
     oauth_admin_team: AdminTeam = "",
     pooler: DatabasePooler = "none",
     processes: Processes = 1,
-    pool_max: PoolMax = 16,
+    pool_max: PoolMax = 4,
     metrics_listen: MetricsListen = "",
 ) -> None:
     """Serve the tracker API (and the dashboard when web administration is configured).
