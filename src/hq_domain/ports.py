@@ -151,6 +151,30 @@ class ProjectsPort(Protocol):
         ...
 
 
+class EarlierCommitFailed(Exception):
+    """An earlier call in a :class:`CommitTurn` line did not commit, so this one must not."""
+
+
+class CommitTurn(Protocol):
+    """A place in a line of concurrent :meth:`EnqueuePort.enqueue_batches` calls (a source
+    import's connections): the calls number their jobs and commit in line order, so job ids
+    follow the file (FIFO claims order by them) and a failure leaves exactly the calls before
+    it committed. The line's owner settles each place when its call returns or raises."""
+
+    async def ids_turn(self) -> None:
+        """Return once every earlier call has taken its job ids."""
+        ...
+
+    def ids_taken(self) -> None:
+        """This call has taken its job ids (or will take none)."""
+        ...
+
+    async def commit_turn(self) -> None:
+        """Return once every earlier call has committed; raise EarlierCommitFailed if one
+        did not. Called inside the transaction, just before its commit."""
+        ...
+
+
 class EnqueuePort(Protocol):
     """Adding jobs (admin API, source imports, the tracker CLI)."""
 
@@ -162,11 +186,19 @@ class EnqueuePort(Protocol):
         ...
 
     async def enqueue_batches(
-        self, project_id: str, batches: Sequence[Sequence[JobSpec]]
+        self,
+        project_id: str,
+        batches: Sequence[Sequence[JobSpec]],
+        turn: CommitTurn | None = None,
     ) -> list[int]:
         """Each batch exactly as its own :meth:`enqueue` call, in order, but all in one
         transaction (any error inserts nothing); returns the rows inserted per batch. Source
-        imports commit several 1,000-job batches at once this way."""
+        imports commit several 1,000-job batches at once this way.
+
+        With ``turn``, the call takes its job ids and commits in the turn's line order (see
+        :class:`CommitTurn`); it may then also stop waiting for a lock after a few seconds
+        (a cycle through the line's waits is invisible to the database), raising the driver's
+        error: the caller redoes such a call without a turn."""
         ...
 
 

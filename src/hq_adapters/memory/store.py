@@ -22,7 +22,7 @@ from hq_domain.clock import Clock, seconds
 from hq_domain.ids import is_id
 from hq_domain.jobs import Job, JobSpec, JobStatus
 from hq_domain.monitoring import MonitorSnapshot
-from hq_domain.ports import Gated, JobPage, WorkerMapping
+from hq_domain.ports import CommitTurn, Gated, JobPage, WorkerMapping
 from hq_domain.progress import FailureGroup, HistoryPoint, WorkerActivity
 from hq_domain.projects import Project, ProjectPut, ProjectSummary
 from hq_domain.users import Principal, Role, User, UserListItem, UserStatus
@@ -166,8 +166,17 @@ class MemoryStore:
         return await self._run(lambda now: admin_ops.enqueue(self.state, project_id, jobs, now))
 
     async def enqueue_batches(
-        self, project_id: str, batches: Sequence[Sequence[JobSpec]]
+        self,
+        project_id: str,
+        batches: Sequence[Sequence[JobSpec]],
+        turn: CommitTurn | None = None,
     ) -> list[int]:
+        if turn is not None:
+            # Job ids are taken when the batches are applied, which happens at the turn's
+            # commit: earlier calls have applied theirs by then, so ids follow the line.
+            await turn.ids_turn()
+            turn.ids_taken()
+            await turn.commit_turn()
         return await self._run(
             lambda now: admin_ops.enqueue_batches(self.state, project_id, batches, now)
         )

@@ -28,7 +28,7 @@ from hq_domain.clock import Clock
 from hq_domain.errors import InvalidRequest, SourceFormatError
 from hq_domain.ids import is_id
 from hq_domain.jobs import JobSpec
-from hq_domain.ports import Store
+from hq_domain.ports import CommitTurn, Store
 
 SOURCE_MEDIA_TYPES = ("application/zstd", "application/octet-stream")
 
@@ -80,11 +80,14 @@ class _Route7Path:
         return await self._store.enqueue(project_id, jobs)
 
     async def enqueue_batches(
-        self, project_id: str, batches: Sequence[Sequence[JobSpec]]
+        self,
+        project_id: str,
+        batches: Sequence[Sequence[JobSpec]],
+        turn: CommitTurn | None = None,
     ) -> list[int]:
         if not is_id(project_id):
             raise InvalidRequest("invalid project or job batch")
-        return await self._store.enqueue_batches(project_id, batches)
+        return await self._store.enqueue_batches(project_id, batches, turn)
 
 
 def source_handlers(store: Store, clock: Clock | None = None) -> list[HTTPRouteHandler]:

@@ -19,16 +19,24 @@ log = logging.getLogger(__name__)
 
 
 async def _enqueue_source(
-    database_url: str, project_id: str, path: str, max_jobs: int, pooler: str = "none"
+    database_url: str,
+    project_id: str,
+    path: str,
+    max_jobs: int,
+    pooler: str = "none",
+    connections: int = 2,
 ) -> ImportResult:
     from hq_adapters.postgres import connect
     from hq_domain.clock import SystemClock
 
-    store = await connect(database_url, SystemClock(), pooler=pooler, min_size=1, max_size=2)
+    store = await connect(
+        database_url, SystemClock(), pooler=pooler, min_size=1, max_size=connections
+    )
     try:
         return await import_source(
-            store, project_id, path, max_jobs=max_jobs, max_uncompressed=TRACKER_MAX_UNCOMPRESSED
-        )
+            store, project_id, path, max_jobs=max_jobs,
+            max_uncompressed=TRACKER_MAX_UNCOMPRESSED, connections=connections,
+        )  # fmt: skip
     finally:
         await store.close()
 
@@ -40,6 +48,7 @@ def enqueue_source_command(
     input: str = "",
     max_jobs: int = TRACKER_MAX_JOBS,
     pooler: str | None = None,
+    connections: int = 2,
 ) -> None:
     """Import a jobs-jsonl-zstd-v1 file straight into a project's database (no HTTP).
 
@@ -57,6 +66,9 @@ def enqueue_source_command(
         Maximum number of jobs in the file.
     pooler
         ``none`` (direct) or ``transaction`` (default: $HQ_DATABASE_POOLER).
+    connections
+        Database connections inserting at once (1-16). Jobs still take ids and commit in file
+        order; 2 uses a second PostgreSQL core, which is where a one-connection import waits.
     """
     from hq_apps.cli.common import CliError
     from hq_apps.cli.dberrors import DATABASE_ERRORS
@@ -71,9 +83,13 @@ def enqueue_source_command(
         raise CliError("enqueue-source: --input is required")
     if max_jobs < 1:
         raise CliError("enqueue-source: --max-jobs must be positive")
+    if not 1 <= connections <= 16:
+        raise CliError("enqueue-source: --connections must be between 1 and 16")
     try:
         mode = pooler or os.environ.get("HQ_DATABASE_POOLER", "")
-        result = asyncio.run(_enqueue_source(url, project_id, input, max_jobs, mode))
+        result = asyncio.run(
+            _enqueue_source(url, project_id, input, max_jobs, mode, connections)
+        )
     except SourceImportFailed as exc:
         raise CliError(f"enqueue-source: {exc}") from None
     except DATABASE_ERRORS:

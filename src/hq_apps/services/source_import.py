@@ -12,6 +12,16 @@ its own enqueue). When a group fails, it is redone batch by batch, so the batche
 failing one are committed and the failing one is named, exactly as with one transaction each.
 A decode error first commits the full batches decoded before it.
 
+With ``connections`` > 1 (``tracker enqueue-source``), that many groups are stored at once, each
+on its own connection: one PostgreSQL backend inserting was the import's bottleneck. The groups
+form a commit line (:class:`~hq_domain.ports.CommitTurn`): each reserves its job ids after the
+group before it did, so ids follow the file as FIFO claims expect, and commits only after that
+group committed, so a failure still leaves exactly the groups before it committed. A group that
+repeats an identity of a group still in flight waits for it to land (two transactions inserting
+the same identity would wait on each other's rows while the later one waits for the earlier
+one's commit). When a group fails in the line, the groups after it roll back and all are redone
+one at a time without the line, which reports the failing batch as above.
+
 A failure is a :class:`SourceFileInvalid` (the source did not decode: a
 :class:`~hq_domain.errors.SourceFormatError`) or a :class:`SourceImportRejected` (the store
 refused a batch: unknown or archived project, identity rules or conflicts).
@@ -29,6 +39,7 @@ from typing import BinaryIO, Protocol
 from hq_adapters.sourcefile import SourceDecoder, SourceLimits
 from hq_domain.errors import HqError, SourceFormatError
 from hq_domain.jobs import JobSpec
+from hq_domain.ports import CommitTurn, EarlierCommitFailed
 
 _READ_SIZE = 1 << 20
 GROUP_BATCHES = 10  # 1,000-job batches per import transaction
@@ -66,8 +77,68 @@ class Enqueuer(Protocol):
     async def enqueue(self, project_id: str, jobs: Sequence[JobSpec]) -> int: ...
 
     async def enqueue_batches(
-        self, project_id: str, batches: Sequence[Sequence[JobSpec]]
+        self,
+        project_id: str,
+        batches: Sequence[Sequence[JobSpec]],
+        turn: CommitTurn | None = None,
     ) -> list[int]: ...
+
+
+class _Turn:
+    """A group's place in the commit line (:class:`~hq_domain.ports.CommitTurn`), settled by
+    :func:`_stored` when its ``enqueue_batches`` call ends."""
+
+    __slots__ = ("_before", "_done", "_ids")
+
+    def __init__(self, before: _Turn | None) -> None:
+        self._before = before
+        self._ids = asyncio.Event()
+        self._done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+    async def ids_turn(self) -> None:
+        if self._before is not None:
+            await self._before._ids.wait()
+
+    def ids_taken(self) -> None:
+        self._ids.set()
+
+    async def commit_turn(self) -> None:
+        if self._before is not None and not await asyncio.shield(self._before._done):
+            raise EarlierCommitFailed
+
+    def settle(self, committed: bool) -> None:
+        self._ids.set()
+        if not self._done.done():
+            self._done.set_result(committed)
+        self._before = None  # the line needs no memory of landed groups
+
+
+async def _stored(
+    store: Enqueuer, project_id: str, group: list[list[JobSpec]], turn: _Turn
+) -> list[int]:
+    try:
+        counts = await store.enqueue_batches(project_id, group, turn)
+    except BaseException:
+        turn.settle(False)
+        raise
+    turn.settle(True)
+    return counts
+
+
+@dataclass(slots=True)
+class _Flight:
+    """A group being stored in the commit line."""
+
+    group: list[list[JobSpec]]
+    identities: set[str]
+    turn: _Turn
+    task: asyncio.Future[list[int]]
+
+
+def _identities(group: list[list[JobSpec]]) -> set[str]:
+    """The group's job ids, or values where a job has none (unique_value identities): two
+    groups sharing one must not be in flight together."""
+    return {j.id if j.id is not None else j.value for batch in group for j in batch}
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,8 +193,10 @@ async def import_source(
     *,
     max_jobs: int,
     max_uncompressed: int,
+    connections: int = 1,
 ) -> ImportResult:
-    """Decode ``source`` (a path, a binary reader or async byte chunks) into ``project_id``.
+    """Decode ``source`` (a path, a binary reader or async byte chunks) into ``project_id``,
+    storing up to ``connections`` groups at once (the module doc).
 
     Raises SourceFileInvalid or SourceImportRejected wrapping the HqError (format errors are
     SourceFormatError, ``source format: ...``). A zero-job source never touches the store.
@@ -131,8 +204,9 @@ async def import_source(
     if isinstance(source, str | os.PathLike):
         with open(source, "rb") as reader:
             return await import_source(
-                store, project_id, reader, max_jobs=max_jobs, max_uncompressed=max_uncompressed
-            )
+                store, project_id, reader, max_jobs=max_jobs,
+                max_uncompressed=max_uncompressed, connections=connections,
+            )  # fmt: skip
     chunks = source if isinstance(source, AsyncIterable) else _file_chunks(source)
     decoder = SourceDecoder(SourceLimits(max_jobs, max_uncompressed))
     # Decoded batches, then None (end) or the decode error. At most two groups' worth of
@@ -192,6 +266,45 @@ async def import_source(
             imported += len(batch)
             batch_lines = None
 
+    in_flight: deque[_Flight] = deque()  # the commit line, oldest first
+
+    def send(group: list[list[JobSpec]], identities: set[str]) -> None:
+        turn = _Turn(in_flight[-1].turn if in_flight else None)
+        task = asyncio.ensure_future(_stored(store, project_id, group, turn))
+        in_flight.append(_Flight(group, identities, turn, task))
+
+    async def land() -> None:
+        """Wait for the oldest group in flight; if it failed, redo it and the rest (which
+        then cannot commit) one at a time, outside the line."""
+        nonlocal imported, inserted
+        head = in_flight.popleft()
+        try:
+            counts = await head.task
+        except Exception:
+            rest = list(in_flight)
+            in_flight.clear()
+            await asyncio.gather(*(f.task for f in rest), return_exceptions=True)
+            for group in [head.group, *(f.group for f in rest)]:
+                await commit(group)
+                await release(group)
+            return
+        imported += sum(len(b) for b in head.group)
+        inserted += sum(counts)
+        await release(head.group)
+
+    async def store_group(group: list[list[JobSpec]]) -> None:
+        if connections <= 1:
+            await commit(group)
+            await release(group)
+            return
+        identities = _identities(group)
+        while in_flight and (
+            len(in_flight) >= connections
+            or any(not identities.isdisjoint(f.identities) for f in in_flight)
+        ):
+            await land()
+        send(group, identities)
+
     decoding = asyncio.ensure_future(decode())
     try:
         while True:
@@ -204,17 +317,21 @@ async def import_source(
                     break
                 item = ready.get_nowait()
             if group:
-                await commit(group)  # the batches before an end or error are committed first
-                await release(group)
+                await store_group(group)
+            if item is not None and not isinstance(item, Exception):
+                continue
+            while in_flight:  # the batches before an end or error are committed first
+                await land()
             if item is None:
                 break
-            if isinstance(item, Exception):
-                raise item
+            raise item
     except HqError as exc:
         raise SourceImportFailed.of(exc, imported, inserted, batch_lines) from exc
     finally:
         decoding.cancel()
-        await asyncio.gather(decoding, return_exceptions=True)
+        for flight in in_flight:
+            flight.task.cancel()
+        await asyncio.gather(decoding, *(f.task for f in in_flight), return_exceptions=True)
     return ImportResult(imported, inserted, decoder.uncompressed_bytes)
 
 

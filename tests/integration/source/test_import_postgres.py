@@ -50,13 +50,18 @@ async def todo(store) -> int:
     return (await store.get_project("p")).job_counts.todo
 
 
-async def test_conflict_in_the_middle_of_a_group_keeps_the_batches_before_it(store) -> None:
+@pytest.mark.parametrize("connections", [1, 2])
+async def test_conflict_in_the_middle_of_a_group_keeps_the_batches_before_it(
+    store, connections
+) -> None:
+    """With two connections the group after the clashing one was in flight too: it rolls
+    back, and the outcome is the same as with one."""
     assert GROUP_BATCHES > 2  # else this test would not cross a group boundary inside a group
     jobs = specs(2 * GROUP_BATCHES * 1000 + 500)
     clash = jobs[(GROUP_BATCHES + 2) * 1000 + 345]
     await store.enqueue("p", [JobSpec(value="other", id=clash.id)])
     with pytest.raises(SourceImportFailed) as info:
-        await import_source(store, "p", source(jobs), **BIG)
+        await import_source(store, "p", source(jobs), **BIG, connections=connections)
     err = info.value
     first = (GROUP_BATCHES + 2) * 1000 + 1
     assert isinstance(err.error, IdentityConflict)
@@ -64,10 +69,13 @@ async def test_conflict_in_the_middle_of_a_group_keeps_the_batches_before_it(sto
     assert await todo(store) == first  # the batches before it plus the clashing row
 
 
-async def test_format_error_commits_the_full_batches_decoded_before_it(store) -> None:
+@pytest.mark.parametrize("connections", [1, 2])
+async def test_format_error_commits_the_full_batches_decoded_before_it(store, connections) -> None:
     jobs = specs(GROUP_BATCHES * 1000 + 3500)
     with pytest.raises(SourceImportFailed) as info:
-        await import_source(store, "p", source(jobs, b'{"value":"x","bogus":1}\n'), **BIG)
+        await import_source(
+            store, "p", source(jobs, b'{"value":"x","bogus":1}\n'), **BIG, connections=connections
+        )
     err = info.value
     assert isinstance(err.error, InvalidJob)
     assert err.error.message == f'source format: line {len(jobs) + 1}: unknown field "bogus"'
@@ -75,17 +83,20 @@ async def test_format_error_commits_the_full_batches_decoded_before_it(store) ->
     assert await todo(store) == len(jobs) - 500
 
 
-async def test_rerun_compares_every_stored_row(store) -> None:
+@pytest.mark.parametrize("connections", [1, 2])
+async def test_rerun_compares_every_stored_row(store, connections) -> None:
     jobs = specs(4500)
-    first = await import_source(store, "p", source(jobs), **BIG)
+    first = await import_source(store, "p", source(jobs), **BIG, connections=connections)
     assert (first.jobs, first.inserted) == (4500, 4500)
-    again = await import_source(store, "p", source(jobs + specs(700, start=4500)), **BIG)
+    again = await import_source(
+        store, "p", source(jobs + specs(700, start=4500)), **BIG, connections=connections
+    )
     assert (again.jobs, again.inserted) == (5200, 700)
     # The same ids with a changed spec (via) in the fourth batch: a conflict found in SQL.
     changed = list(jobs)
     changed[3210] = JobSpec(value=jobs[3210].value, id=jobs[3210].id, via="https://from/")
     with pytest.raises(SourceImportFailed) as info:
-        await import_source(store, "p", source(changed), **BIG)
+        await import_source(store, "p", source(changed), **BIG, connections=connections)
     assert isinstance(info.value.error, IdentityConflict)
     assert info.value.batch_lines == (3001, 4000)
     assert await todo(store) == 5200
@@ -163,3 +174,146 @@ async def test_value_committed_during_the_insert(pg_dsn, store, same, checked) -
     await _race(pg_dsn, store, "u", jobs, ("u", None, digest, jobs[150].value, spec), same, checked)
     if same:  # present already: a re-submission inserts nothing and compares every row
         assert await PostgresEnqueue(store.database).enqueue("u", jobs) == 0
+
+
+# --- several connections (tracker enqueue-source --connections) -----------------------------
+
+
+async def _values_by_job_id(pg_dsn: str, project: str) -> list[str]:
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        rows = await conn.fetch(
+            "SELECT value FROM tracker_jobs WHERE project_id = $1 ORDER BY job_id", project
+        )
+    finally:
+        await conn.close()
+    return [r["value"] for r in rows]
+
+
+class _Spy:
+    """The store, recording how each enqueue_batches call came (with a turn or without)."""
+
+    def __init__(self, store) -> None:
+        self.store, self.calls = store, []
+
+    async def enqueue(self, project_id, jobs):
+        self.calls.append("enqueue")
+        return await self.store.enqueue(project_id, jobs)
+
+    async def enqueue_batches(self, project_id, batches, turn=None):
+        self.calls.append("line" if turn is not None else "alone")
+        return await self.store.enqueue_batches(project_id, batches, turn)
+
+
+@pytest.mark.parametrize("mode", ["external_id", "unique_value", "none"])
+async def test_two_connections_keep_file_order_in_job_ids(pg_dsn, store, mode) -> None:
+    """Groups stored at once on two connections still number their jobs in file order (FIFO
+    claims order by job_id), on the plain path and, for new jobs among existing ones, on the
+    checking path."""
+    await store.put_project("q", ProjectPut(status="active", identity_mode=mode))
+    n = 4 * GROUP_BATCHES * 1000 + 700
+    every = specs(n)
+    if mode != "external_id":
+        every = [JobSpec(value=j.value) for j in every]
+    spy = _Spy(store)
+    # Every third job first, then the whole file: the re-run inserts the other two thirds
+    # through the checking statement, group by group.
+    first = await import_source(spy, "q", source(every[::3]), **BIG, connections=2)
+    assert first.inserted == len(every[::3])
+    again = await import_source(spy, "q", source(every), **BIG, connections=2)
+    expected_new = n - len(every[::3]) if mode != "none" else n
+    assert (again.jobs, again.inserted) == (n, expected_new)
+    assert "alone" not in spy.calls  # no group needed the redo outside the line
+    stored = await _values_by_job_id(pg_dsn, "q")
+    firsts = [j.value for j in every[::3]]
+    assert stored[: len(firsts)] == firsts
+    rest = [j.value for j in every] if mode == "none" else [
+        j.value for k, j in enumerate(every) if k % 3
+    ]  # fmt: skip
+    assert stored[len(firsts) :] == rest
+
+
+async def test_identities_repeated_across_groups_on_two_connections(pg_dsn, store) -> None:
+    """A job repeated by a later batch is stored once, in its first place, without the
+    lock-timeout redo (the rule that keeps such groups apart is tested on the memory store,
+    where the groups in flight are observable: test_import.py)."""
+    n = 3 * GROUP_BATCHES * 1000
+    jobs = specs(n)
+    jobs[GROUP_BATCHES * 1000] = jobs[GROUP_BATCHES * 1000 - 1]  # first of group 2 = last of 1
+    spy = _Spy(store)
+    got = await import_source(spy, "p", source(jobs), **BIG, connections=2)
+    assert (got.jobs, got.inserted) == (n, n - 1)
+    assert "alone" not in spy.calls  # it did not take the lock-timeout redo
+    assert await _values_by_job_id(pg_dsn, "p") == [
+        j.value for k, j in enumerate(jobs) if k != GROUP_BATCHES * 1000
+    ]
+
+
+class _Line:
+    """A hand-driven commit line of two places for the adapter-level test."""
+
+    def __init__(self) -> None:
+        self.first_ids, self.first_done = asyncio.Event(), asyncio.get_running_loop().create_future()
+
+    def first(self):
+        line = self
+
+        class First:
+            async def ids_turn(self):
+                return None
+
+            def ids_taken(self):
+                line.first_ids.set()
+
+            async def commit_turn(self):
+                await line.release  # the test decides when the first may commit
+
+        return First()
+
+    def second(self):
+        line = self
+
+        class Second:
+            async def ids_turn(self):
+                await line.first_ids.wait()
+
+            def ids_taken(self):
+                return None
+
+            async def commit_turn(self):
+                if not await line.first_done:
+                    from hq_domain.ports import EarlierCommitFailed
+
+                    raise EarlierCommitFailed
+
+        return Second()
+
+
+@pytest.mark.parametrize("first_commits", [True, False])
+async def test_a_call_in_a_line_commits_after_the_one_before_it(pg_dsn, store, first_commits) -> None:
+    """Adapter level: the second call takes its ids after the first and waits in its
+    transaction, invisible to others, until the first has committed; if the first does not
+    commit, neither does the second."""
+    line = _Line()
+    line.release = asyncio.get_running_loop().create_future()
+    first = asyncio.ensure_future(store.enqueue_batches("p", [specs(300)], line.first()))
+    second = asyncio.ensure_future(store.enqueue_batches("p", [specs(200, 300)], line.second()))
+    await asyncio.sleep(0.3)
+    assert not first.done() and not second.done()
+    assert await _values_by_job_id(pg_dsn, "p") == []  # neither has committed
+    if first_commits:
+        line.release.set_result(None)
+        assert await first == [300]
+        line.first_done.set_result(True)
+        assert await second == [200]
+        assert await _values_by_job_id(pg_dsn, "p") == [j.value for j in specs(500)]
+    else:
+        line.release.set_exception(RuntimeError("the first call fails"))
+        with pytest.raises(RuntimeError):
+            await first
+        line.first_done.set_result(False)
+        from hq_domain.ports import EarlierCommitFailed
+
+        with pytest.raises(EarlierCommitFailed):
+            await second
+        assert await _values_by_job_id(pg_dsn, "p") == []

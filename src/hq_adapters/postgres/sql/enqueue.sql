@@ -18,11 +18,16 @@ SELECT * FROM tracker_projects WHERE id = $1 FOR KEY SHARE
 -- NOTHING covers an identity committed by someone else after this statement's snapshot: it
 -- then shows up as neither inserted nor present and the caller verifies it separately.
 -- conflict is NULL, or 'value'/'spec' for the first found identity (by position) that differs.
+-- $7: the batch's reserved job ids (JSON array, an import's commit line: reserve_job_ids) or
+-- NULL for the sequence's next value; PostgreSQL evaluates the volatile nextval after the sort,
+-- so new rows take ids in submission order either way.
 WITH i AS MATERIALIZED (
-    SELECT i.external_id, i.value, i.random_key::int4 AS random_key, i.spec, i.ord
+    SELECT i.external_id, i.value, i.random_key::int4 AS random_key, i.spec,
+           i.job_id::int8 AS job_id, i.ord
     FROM ROWS FROM (json_array_elements_text($2::json), json_array_elements_text($3::json),
-                    json_array_elements_text($4::json), json_array_elements_text($5::json))
-        WITH ORDINALITY AS i(external_id, value, random_key, spec, ord)
+                    json_array_elements_text($4::json), json_array_elements_text($5::json),
+                    json_array_elements_text($7::json))
+        WITH ORDINALITY AS i(external_id, value, random_key, spec, job_id, ord)
 ), found AS MATERIALIZED (
     SELECT i.ord, t.value = i.value AS same_value, t.spec = i.spec::jsonb AS same_spec
     FROM i CROSS JOIN LATERAL (
@@ -31,9 +36,10 @@ WITH i AS MATERIALIZED (
         LIMIT 1
     ) t
 ), ins AS (
-    INSERT INTO tracker_jobs (project_id, external_id, value, random_key, spec, status,
+    INSERT INTO tracker_jobs (job_id, project_id, external_id, value, random_key, spec, status,
                               reset_count, created_at, updated_at)
-    SELECT $1, i.external_id, i.value, i.random_key, i.spec::jsonb, 'todo', 0, $6, $6
+    SELECT COALESCE(i.job_id, nextval('tracker_jobs_job_id_seq')), $1, i.external_id, i.value,
+           i.random_key, i.spec::jsonb, 'todo', 0, $6, $6
     FROM i WHERE NOT EXISTS (SELECT FROM found f WHERE f.ord = i.ord)
     ORDER BY i.ord
     ON CONFLICT DO NOTHING
@@ -49,10 +55,11 @@ SELECT (SELECT count(*) FROM ins)::int AS inserted,
 -- identity_mode unique_value: the same statement keyed by the value digest.
 WITH i AS MATERIALIZED (
     SELECT decode(i.digest, 'hex') AS digest, i.value, i.random_key::int4 AS random_key, i.spec,
-           i.ord
+           i.job_id::int8 AS job_id, i.ord
     FROM ROWS FROM (json_array_elements_text($2::json), json_array_elements_text($3::json),
-                    json_array_elements_text($4::json), json_array_elements_text($5::json))
-        WITH ORDINALITY AS i(digest, value, random_key, spec, ord)
+                    json_array_elements_text($4::json), json_array_elements_text($5::json),
+                    json_array_elements_text($7::json))
+        WITH ORDINALITY AS i(digest, value, random_key, spec, job_id, ord)
 ), found AS MATERIALIZED (
     SELECT i.ord, t.value = i.value AS same_value, t.spec = i.spec::jsonb AS same_spec
     FROM i CROSS JOIN LATERAL (
@@ -61,9 +68,10 @@ WITH i AS MATERIALIZED (
         LIMIT 1
     ) t
 ), ins AS (
-    INSERT INTO tracker_jobs (project_id, unique_value_digest, value, random_key, spec, status,
+    INSERT INTO tracker_jobs (job_id, project_id, unique_value_digest, value, random_key, spec, status,
                               reset_count, created_at, updated_at)
-    SELECT $1, i.digest, i.value, i.random_key, i.spec::jsonb, 'todo', 0, $6, $6
+    SELECT COALESCE(i.job_id, nextval('tracker_jobs_job_id_seq')), $1, i.digest, i.value,
+           i.random_key, i.spec::jsonb, 'todo', 0, $6, $6
     FROM i WHERE NOT EXISTS (SELECT FROM found f WHERE f.ord = i.ord)
     ORDER BY i.ord
     ON CONFLICT DO NOTHING
@@ -103,3 +111,14 @@ CROSS JOIN LATERAL (
 WHERE NOT (t.value = i.value AND t.spec = i.spec::jsonb)
 ORDER BY i.ord
 LIMIT 1
+
+-- name: reserve_job_ids
+-- n job ids, ascending, for an import group that inserts its rows with them (migration 0014).
+-- nextval is never rolled back, so ids reserved for a transaction that is redone stay valid.
+SELECT array(SELECT nextval('tracker_jobs_job_id_seq') FROM generate_series(1, $1::int))
+
+-- name: enqueue_lock_timeout
+-- A transaction in an import's commit line waits for the line in Python, where PostgreSQL's
+-- deadlock detector cannot see it; a lock wait of a few seconds means a cycle through that
+-- wait (or a writer holding rows that long), and the import redoes the group on its own.
+SELECT set_config('lock_timeout', '5s', true)
