@@ -209,9 +209,13 @@ async def import_source(
             )  # fmt: skip
     chunks = source if isinstance(source, AsyncIterable) else _file_chunks(source)
     decoder = SourceDecoder(SourceLimits(max_jobs, max_uncompressed))
-    # Decoded batches, then None (end) or the decode error. At most two groups' worth of
-    # batches and BUFFER_BYTES of estimated job data wait here and in the group being stored.
-    ready: asyncio.Queue[list[JobSpec] | Exception | None] = asyncio.Queue(GROUP_BATCHES)
+    # Decoded batches, then None (end) or the decode error. At most a group per connection
+    # waits here (so every connection that frees up finds a full group, not what one batch's
+    # decoding left), and BUFFER_BYTES of estimated job data here and in the groups being
+    # stored.
+    ready: asyncio.Queue[list[JobSpec] | Exception | None] = asyncio.Queue(
+        GROUP_BATCHES * max(1, connections)
+    )
     room = asyncio.Condition()
     # _batch_bytes of the batches in ``ready`` and in the group being stored, in queue order
     sizes: deque[int] = deque()
