@@ -251,3 +251,48 @@ async def test_direct_mode_behind_pgbouncer_fails_clearly(pg_databases: TestData
         strict.stop()
         lenient.stop()
         await pg_databases.drop(dsn)
+
+
+async def test_enqueue_source_on_two_connections_behind_pgbouncer(
+    pg_databases: TestDatabases, tmp_path: Path
+) -> None:
+    """``tracker enqueue-source --connections 2`` through PgBouncer (pool of 2): its commit
+    line keeps no session state (reserved ids, the line's lock_timeout are per statement or
+    transaction), so a fresh import and a re-run of the same file land every job once, with
+    job ids in file order."""
+    from hq_adapters.sourcefile import SourceWriter
+    from hq_domain.jobs import JobSpec
+
+    dsn = await pg_databases.create("pgbimp")
+    bouncer = PgBouncer(pg_databases.server.dsn, pool_size=2).start()
+    n = 35_000  # several 10,000-job groups in flight on the two connections
+    values = [f"https://example.org/imp/{i}" for i in range(n)]
+    path = tmp_path / "imp.jobs.jsonl.zst"
+    with SourceWriter(str(path)) as writer:
+        for i, value in enumerate(values):
+            writer.write(JobSpec(value=value, id=f"imp{i}"))
+    env = {**os.environ, "HQ_DATABASE_URL": bouncer.url(_database(dsn)),
+           "HQ_DATABASE_POOLER": "transaction"}  # fmt: skip
+    tracker = [sys.executable, "-m", "hq_apps.cli.tracker"]
+    try:
+        for args in (["migrate"], ["put-project", "--project-id", "imp"]):
+            done = subprocess.run([*tracker, *args], env=env, capture_output=True, timeout=60)
+            assert done.returncode == 0, done.stderr.decode()[-2000:]
+        for _ in range(2):  # fresh, then the runbook's safe re-run
+            done = subprocess.run(
+                [*tracker, "enqueue-source", "--project-id", "imp", "--input", str(path),
+                 "--connections", "2"],
+                env=env, capture_output=True, timeout=120,
+            )  # fmt: skip
+            assert done.returncode == 0, done.stderr.decode()[-2000:]
+        conn = await asyncpg.connect(dsn)
+        try:
+            stored = await conn.fetch(
+                "SELECT value FROM tracker_jobs WHERE project_id = 'imp' ORDER BY job_id"
+            )
+        finally:
+            await conn.close()
+        assert [r["value"] for r in stored] == values
+    finally:
+        bouncer.stop()
+        await pg_databases.drop(dsn)
