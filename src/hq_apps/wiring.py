@@ -11,10 +11,13 @@ import logging
 import signal
 import socket
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from hq_apps.settings import Settings
 from hq_domain.clock import Clock, SystemClock, seconds
 from hq_domain.ports import Store
+
+T = TypeVar("T")
 
 log = logging.getLogger("hq.tracker")
 
@@ -139,6 +142,12 @@ def run(main: Awaitable[None]) -> None:
     before ``finally`` blocks close the store (and, for ``dev``, stop embedded PostgreSQL).
     """
     signal.signal(signal.SIGTERM, _interrupt)
+    run_fast(main)
+
+
+def run_fast(main: Awaitable[T]) -> T:
+    """``asyncio.run`` on uvloop when it is installed (asyncpg's protocol and the loop's own
+    work cost less there)."""
     try:
         import uvloop
 
@@ -146,7 +155,7 @@ def run(main: Awaitable[None]) -> None:
     except ImportError:  # pragma: no cover
         factory = None
     with asyncio.Runner(loop_factory=factory) as runner:
-        runner.run(main)  # type: ignore[arg-type]
+        return runner.run(main)  # type: ignore[arg-type]
 
 
 DEV_DATA_DIR = "data"
