@@ -184,10 +184,14 @@ def test_enqueue_source_blames_the_database_not_the_file(tmp_path, capsys) -> No
     assert doc["error"].startswith("cannot connect to the database at postgres@127.0.0.1:")
 
 
-@pytest.mark.parametrize("connections", ["0", "17"])
-def test_enqueue_source_connections_out_of_range(tmp_path, capsys, connections) -> None:
-    argv = ["enqueue-source", "--database-url", "postgresql://x@127.0.0.1/hq", "--project-id",
-            "demo", "--input", str(tmp_path / "s.zst"), "--connections", connections]  # fmt: skip
+@pytest.mark.parametrize("connections", ["0", "1", "16", "17"])
+def test_enqueue_source_connections_range(tmp_path, capsys, connections) -> None:
+    """Outside 1-16 the flag is refused before anything else; inside it the command goes on
+    (here to a database that is not there)."""
+    url = f"postgresql://postgres@127.0.0.1:{free_port()}/hq"
+    argv = ["enqueue-source", "--database-url", url, "--project-id", "demo",
+            "--input", str(tmp_path / "s.zst"), "--connections", connections]  # fmt: skip
     assert tracker.run(argv) == 1
     doc = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
-    assert doc["error"] == "enqueue-source: --connections must be between 1 and 16"
+    refused = doc["error"] == "enqueue-source: --connections must be between 1 and 16"
+    assert refused == (connections in ("0", "17")), doc["error"]
