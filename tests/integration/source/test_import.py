@@ -21,12 +21,9 @@ BIG = {"max_jobs": 10_000_000, "max_uncompressed": 1 << 40}
 
 
 def source_bytes(specs) -> bytes:
-    text = b""
-    for s in specs:
-        from hq_adapters.sourcefile import encode_job_line
+    from hq_adapters.sourcefile import encode_job_line
 
-        text += encode_job_line(s)
-    return zstandard.ZstdCompressor().compress(text)
+    return zstandard.ZstdCompressor().compress(b"".join(encode_job_line(s) for s in specs))
 
 
 async def store_with(mode: str, status: str = "active") -> MemoryStore:
@@ -236,7 +233,7 @@ class _Line(MemoryStore):
         self.flying[key] = mine
         self.most_at_once = max(self.most_at_once, len(self.flying))
         try:
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.05)
             if turn is not None and key == self.fail_once_at:
                 raise TimeoutError("canceling statement due to lock timeout")  # a driver error
             return await super().enqueue_batches(project_id, batches, turn)
@@ -261,12 +258,13 @@ async def test_groups_sharing_an_identity_are_never_in_flight_together(mode) -> 
     been decoded, up to GROUP_BATCHES batches), two groups holding the same identity are never
     stored at once (on PostgreSQL they would wait on each other's rows while the later one
     waits for the earlier one's commit). Groups still overlap."""
-    n = 30_000
+    n = 40_000
     specs = specs_for(mode, n)
-    for k in range(0, n - 11_000, 700):
+    for k in range(0, 14_000, 700):
         specs[k + 1_200] = specs[k]
-    for k in range(300, n - 11_000, 2_900):
+    for k in range(300, 14_000, 2_900):
         specs[k + 10_400] = specs[k]
+    # The last 15,000 lines repeat nothing: groups there are free to overlap.
     store = await _line_store(mode)
     got = await import_source(store, "p", io.BytesIO(source_bytes(specs)), **BIG, connections=2)
     firsts = list(dict.fromkeys(s.value for s in specs))
