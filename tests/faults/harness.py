@@ -272,13 +272,14 @@ def wait_until(predicate: Any, timeout: float, step: float = 0.1) -> bool:
 
 
 async def job_rows(dsn: str, project: str) -> list[dict[str, Any]]:
-    """Every job row (status, reset_count, the attempt recorded in the stored outcome)."""
+    """Every job row in job_id order (value, status, reset_count, the attempt recorded in the
+    stored outcome)."""
     import asyncpg
 
     conn = await asyncpg.connect(dsn)
     try:
         rows = await conn.fetch(
-            "SELECT job_id, status, reset_count, outcome->'meta'->>'attempt' AS done_attempt, "
+            "SELECT job_id, value, status, reset_count, outcome->'meta'->>'attempt' AS done_attempt, "
             "attempt_id FROM tracker_jobs WHERE project_id = $1 ORDER BY job_id",
             project,
         )

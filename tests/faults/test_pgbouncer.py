@@ -285,14 +285,7 @@ async def test_enqueue_source_on_two_connections_behind_pgbouncer(
                 env=env, capture_output=True, timeout=120,
             )  # fmt: skip
             assert done.returncode == 0, done.stderr.decode()[-2000:]
-        conn = await asyncpg.connect(dsn)
-        try:
-            stored = await conn.fetch(
-                "SELECT value FROM tracker_jobs WHERE project_id = 'imp' ORDER BY job_id"
-            )
-        finally:
-            await conn.close()
-        assert [r["value"] for r in stored] == values
+        assert [r["value"] for r in await job_rows(dsn, "imp")] == values
     finally:
         bouncer.stop()
         await pg_databases.drop(dsn)
