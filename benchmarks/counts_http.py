@@ -19,7 +19,14 @@ import statistics
 import asyncpg
 
 from benchmarks import env
-from benchmarks.counts import _cpu_s, alternating, drain_problems, served, set_triggers
+from benchmarks.counts import (
+    _cpu_s,
+    alternating,
+    drain_problems,
+    served,
+    set_triggers,
+    vacuum_between_runs,
+)
 from benchmarks.loadgen import scenario
 
 JOBS = {1: 2500, 64: 20000}
@@ -55,6 +62,7 @@ async def main() -> None:
             res: dict[bool, list[dict]] = {True: [], False: []}
             for on in alternating(args.repeat):
                 await set_triggers(conn, on)
+                await vacuum_between_runs(conn)
                 seen: dict[bool, dict[int, float]] = {}
 
                 async def around(
