@@ -114,7 +114,7 @@ def validate_job_spec(
     ):
         # The common shape (an ASCII value, maybe an id): every check below passes, and the
         # normalized document is surely small (6 bytes per escaped character at most).
-        return JobSpec(value, id or None, None, None, hops or 0)  # type: ignore[arg-type]
+        return JobSpec.plain(value, id or None, hops or 0)  # type: ignore[arg-type]
     return checked_job_spec(
         value=value, id=id, type=type, via=via, hops=hops, attr=attr, random_key=random_key
     )
