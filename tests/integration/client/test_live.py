@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from collections import Counter
@@ -114,7 +115,7 @@ def test_claim_pacing_respects_worker_claim_qps(config, admin: Admin, project):
     # jitter after the one before, or as soon as that one's answer is in if it took longer. The
     # 0.1 s slack is the thread's wake-up on a loaded machine (CI once saw 0.31 s per claim there,
     # so a bound on the overall rate alone could not hold).
-    for (sent, answered), (next_sent, _) in zip(claims, claims[1:]):
+    for (sent, answered), (next_sent, _) in itertools.pairwise(claims):
         assert next_sent <= max(sent + 0.22, answered) + 0.1, (next_sent - sent, answered - sent)
 
 
