@@ -44,10 +44,14 @@ FUNCTION_SETTINGS = {
     "enable_seqscan": "off",
     "enable_bitmapscan": "off",
 }
+# ... and what the claim functions add (0015): their plans never sort the queue, and are not
+# JIT-compiled (the disabled sorts' cost would trigger it).
+CLAIM_SETTINGS = {"enable_sort": "off", "jit": "off"}
 _CONFIG = sorted(f"{k}={v}" for k, v in FUNCTION_SETTINGS.items())
 # The op functions count their own status changes and skip the count trigger (0013); the
 # gated functions only call them, so they leave the setting to them.
 _OP_CONFIG = sorted([*_CONFIG, "hq.counted=on"])
+_CLAIM_CONFIG = sorted([*_OP_CONFIG, *(f"{k}={v}" for k, v in CLAIM_SETTINGS.items())])
 
 
 def _statement(name: str) -> str:
@@ -67,7 +71,7 @@ async def test_function_bodies_are_the_named_blocks(pg_dsn) -> None:
             )
             body = src.split("RETURN QUERY\n", 1)[1].rsplit(";\nEND", 1)[0].strip()
             assert body == _statement(name), f"{name}: replace tracker_{name} in a migration"
-            assert sorted(config) == _OP_CONFIG, name
+            assert sorted(config) == (_CLAIM_CONFIG if name.startswith("claim") else _OP_CONFIG)
         # The gated functions read the gate with the gate_row block written into them (0011).
         gate = f"SELECT * INTO g FROM (\n{_statement('gate_row')}\n    ) AS gate;"
         for name in ("worker_gate", "gated_claim", "gated_complete", "gated_fail", "gated_extend"):
@@ -125,8 +129,17 @@ def _walk(plan: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def _explain(conn: asyncpg.Connection, name: str, args: list[Any]) -> list[dict[str, Any]]:
-    await conn.execute(f"PREPARE {name} AS {_statement(name)}")
-    return await _execute(conn, name, args)
+    """Prepare the block ``name`` as its function plans it (a claim with CLAIM_SETTINGS on top
+    of the session's FUNCTION_SETTINGS) and EXPLAIN ANALYZE its first execution."""
+    extra = CLAIM_SETTINGS if name.startswith("claim") else {}
+    for key, value in extra.items():
+        await conn.execute(f"SET {key} = {value}")
+    try:
+        await conn.execute(f"PREPARE {name} AS {_statement(name)}")
+        return await _execute(conn, name, args)
+    finally:
+        for key in extra:
+            await conn.execute(f"RESET {key}")
 
 
 async def _execute(conn: asyncpg.Connection, name: str, args: list[Any]) -> list[dict[str, Any]]:
@@ -321,6 +334,48 @@ async def test_generic_plans_cached_on_a_young_table_stay_on_the_batch(pg_dsn) -
             else:
                 _check(nodes, {"tracker_jobs_pkey"}, 1 if name.endswith("_one") else B)
             await conn.execute(_RESTORE, NOW + 300, ids)
+    finally:
+        await conn.close()
+
+
+async def test_claims_read_their_own_index_when_another_looks_cheaper(pg_dsn) -> None:
+    """When the statistics say a project holds about one todo row (here: the table vacuumed
+    while empty, then filled, as after a drained queue is refilled before autovacuum comes
+    back), sorting the queue looks free, and a claim plan may read it through any index that
+    finds the project's todo rows and sort them: every claim then reads the whole queue (found
+    at B=4 W=4: the FIFO claim read 5,000-14,000 rows through the random-order index, 11 ms a
+    claim). A hash index on the todo rows, cheaper to probe than either claim index at that
+    estimate, stands in for such an index: each claim must still read its own index in order,
+    only the batch and the sweep bound (migration 0015: the claim functions plan with
+    enable_sort = off)."""
+    conn = await asyncpg.connect(pg_dsn, server_settings=FUNCTION_SETTINGS)
+    try:
+        await conn.execute("ALTER TABLE tracker_jobs SET (autovacuum_enabled = off)")
+        await conn.execute("VACUUM tracker_jobs")  # empty: reltuples 0
+        await conn.execute(
+            "CREATE INDEX hq_test_todo_hash ON tracker_jobs USING hash (project_id)"
+            " WHERE status = 'todo'"
+        )
+        await conn.execute(
+            "INSERT INTO tracker_users (id, status, roles, created_at, updated_at) "
+            "VALUES ('u', 'active', '{worker}', 0, 0)"
+        )
+        for project, order in (("p", "fifo"), ("r", "random")):
+            await conn.execute(
+                "INSERT INTO tracker_projects (id, status, identity_mode, claim_order, "
+                "created_at, updated_at) VALUES ($1, 'active', 'none', $2, 0, 0)",
+                project,
+                order,
+            )
+            await conn.execute(_JOB, project, "todo", None, None, 5000)
+            await conn.execute(_JOB, project, "wip", "old", NOW - 10, 2 * SWEEP)
+        for name, project, queue in (
+            ("claim_op_fifo", "p", "tracker_jobs_claim_idx"),
+            ("claim_op_random", "r", "tracker_jobs_claim_random_idx"),
+        ):
+            nodes = await _explain(conn, name, _claim_args(project))
+            allowed = {queue, "tracker_jobs_expired_order_idx", "tracker_jobs_pkey"}
+            _check(nodes, allowed, SWEEP + B + 1)
     finally:
         await conn.close()
 
