@@ -417,6 +417,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         bench = Bench(args, plan, work)
         results["machine"] = await env.machine_facts(args.admin_dsn)
         log(f"machine {results['machine']}")
+        log(f"ours compiled to bytecode in {impls.compile_bytecode():.1f} s (as the image does)")
         async with AsyncExitStack() as stack:
             bench.monitor = await impls.admin_connect(args.admin_dsn)
             stack.push_async_callback(bench.monitor.close)
