@@ -52,6 +52,10 @@ _CONFIG = sorted(f"{k}={v}" for k, v in FUNCTION_SETTINGS.items())
 # gated functions only call them, so they leave the setting to them.
 _OP_CONFIG = sorted([*_CONFIG, "hq.counted=on"])
 _CLAIM_CONFIG = sorted([*_OP_CONFIG, *(f"{k}={v}" for k, v in CLAIM_SETTINGS.items())])
+_CUSTOM_CLAIM_CONFIG = sorted(
+    ["plan_cache_mode=force_custom_plan", "hq.counted=on",
+     *(f"{k}={v}" for k, v in CLAIM_SETTINGS.items())]
+)  # fmt: skip
 
 
 def _statement(name: str) -> str:
@@ -72,6 +76,14 @@ async def test_function_bodies_are_the_named_blocks(pg_dsn) -> None:
             body = src.split("RETURN QUERY\n", 1)[1].rsplit(";\nEND", 1)[0].strip()
             assert body == _statement(name), f"{name}: replace tracker_{name} in a migration"
             assert sorted(config) == (_CLAIM_CONFIG if name.startswith("claim") else _OP_CONFIG)
+        # Claims above GENERIC_PLAN_MAX_ITEMS: the same blocks, planned per execution (0015).
+        for name in ("claim_op_fifo", "claim_op_random"):
+            src, config = await conn.fetchrow(
+                "SELECT prosrc, proconfig FROM pg_proc WHERE proname = $1", f"tracker_{name}_custom"
+            )
+            body = src.split("RETURN QUERY\n", 1)[1].rsplit(";\nEND", 1)[0].strip()
+            assert body == _statement(name), f"{name}_custom: replace it in a migration"
+            assert sorted(config) == _CUSTOM_CLAIM_CONFIG, name
         # The gated functions read the gate with the gate_row block written into them (0011).
         gate = f"SELECT * INTO g FROM (\n{_statement('gate_row')}\n    ) AS gate;"
         for name in ("worker_gate", "gated_claim", "gated_complete", "gated_fail", "gated_extend"):
@@ -263,11 +275,25 @@ async def test_custom_plans_of_large_batches_touch_each_item_once(pg_dsn) -> Non
         await conn.close()
 
 
-def _claim_args(project: str) -> list[object]:
-    """A claim of B jobs by worker w (user u) with the sweep bound SWEEP, at NOW."""
-    attempts = [f"at_new{i}" for i in range(B)]
-    return [project, [], B, attempts, "w", NOW + 300, NOW, "u", SWEEP,
+def _claim_args(project: str, batch: int = B) -> list[object]:
+    """A claim of ``batch`` jobs by worker w (user u) with the sweep bound SWEEP, at NOW."""
+    attempts = [f"at_new{i}" for i in range(batch)]
+    return [project, [], batch, attempts, "w", NOW + 300, NOW, "u", SWEEP,
             ALLOWED_STATUSES[WorkerOp.CLAIM]]  # fmt: skip
+
+
+def _check_queue_read(nodes: list[dict[str, Any]], queue: str, most: int) -> None:
+    """The claim reads the queue through ``queue`` (its order), and each scan of
+    tracker_jobs reads at most ``most`` rows. A per-execution plan may update the claimed
+    rows through a bitmap of primary-key probes; that is the batch too."""
+    for n in nodes:
+        if n.get("Relation Name") == "tracker_jobs" and n["Node Type"] == "Bitmap Heap Scan":
+            assert n["Actual Rows"] * n["Actual Loops"] <= most
+    _check(
+        [n for n in nodes if n["Node Type"] != "Bitmap Heap Scan"],
+        {queue, "tracker_jobs_expired_order_idx", "tracker_jobs_pkey"},
+        most,
+    )
 
 
 async def test_generic_plans_read_only_the_batch_and_the_sweep(pg_dsn) -> None:
@@ -338,7 +364,10 @@ async def test_generic_plans_cached_on_a_young_table_stay_on_the_batch(pg_dsn) -
         await conn.close()
 
 
-async def test_claims_read_their_own_index_when_another_looks_cheaper(pg_dsn) -> None:
+@pytest.mark.parametrize(("plans", "batch"), [("generic", B), ("custom", 4 * B)])
+async def test_claims_read_their_own_index_when_another_looks_cheaper(
+    pg_dsn, plans: str, batch: int
+) -> None:
     """When the statistics say a project holds about one todo row (here: the table vacuumed
     while empty, then filled, as after a drained queue is refilled before autovacuum comes
     back), sorting the queue looks free, and a claim plan may read it through any index that
@@ -347,8 +376,12 @@ async def test_claims_read_their_own_index_when_another_looks_cheaper(pg_dsn) ->
     claim). A hash index on the todo rows, cheaper to probe than either claim index at that
     estimate, stands in for such an index: each claim must still read its own index in order,
     only the batch and the sweep bound (migration 0015: the claim functions plan with
-    enable_sort = off)."""
-    conn = await asyncpg.connect(pg_dsn, server_settings=FUNCTION_SETTINGS)
+    enable_sort = off), in their generic plans and in the per-execution plans of larger claims.
+    """
+    settings = (
+        FUNCTION_SETTINGS if plans == "generic" else {"plan_cache_mode": "force_custom_plan"}
+    )
+    conn = await asyncpg.connect(pg_dsn, server_settings=settings)
     try:
         await conn.execute("ALTER TABLE tracker_jobs SET (autovacuum_enabled = off)")
         await conn.execute("VACUUM tracker_jobs")  # empty: reltuples 0
@@ -373,9 +406,8 @@ async def test_claims_read_their_own_index_when_another_looks_cheaper(pg_dsn) ->
             ("claim_op_fifo", "p", "tracker_jobs_claim_idx"),
             ("claim_op_random", "r", "tracker_jobs_claim_random_idx"),
         ):
-            nodes = await _explain(conn, name, _claim_args(project))
-            allowed = {queue, "tracker_jobs_expired_order_idx", "tracker_jobs_pkey"}
-            _check(nodes, allowed, SWEEP + B + 1)
+            nodes = await _explain(conn, name, _claim_args(project, batch))
+            _check_queue_read(nodes, queue, SWEEP + batch + 1)
     finally:
         await conn.close()
 

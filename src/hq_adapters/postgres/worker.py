@@ -80,11 +80,12 @@ _CLAIM_SQL = {ClaimOrder.FIFO: "claim_fifo", ClaimOrder.RANDOM: "claim_random"}
 GENERIC_PLAN_MAX_ITEMS = 16
 
 
-# (order, generic plan?) → the one-statement claim
+# (order, generic plan?) → the one-statement claim, through its function either way: both
+# kinds plan the queue's read in index order whatever the statistics say (migration 0015)
 _CLAIM_OP_SQL = {
-    (ClaimOrder.FIFO, False): "claim_op_fifo",
+    (ClaimOrder.FIFO, False): "claim_op_fifo_custom",
     (ClaimOrder.FIFO, True): "claim_op_fifo_generic",
-    (ClaimOrder.RANDOM, False): "claim_op_random",
+    (ClaimOrder.RANDOM, False): "claim_op_random_custom",
     (ClaimOrder.RANDOM, True): "claim_op_random_generic",
 }
 

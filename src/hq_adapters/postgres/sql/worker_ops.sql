@@ -390,6 +390,15 @@ SELECT * FROM tracker_claim_op_fifo($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ORD
 -- claim_op_random under a cached generic plan (see claim_op_fifo_generic).
 SELECT * FROM tracker_claim_op_random($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ORDER BY ord
 
+-- name: claim_op_fifo_custom
+-- claim_op_fifo planned per execution with the batch's size, by its migration-0015 function
+-- (which never sorts the queue): the adapter's choice above GENERIC_PLAN_MAX_ITEMS jobs.
+SELECT * FROM tracker_claim_op_fifo_custom($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ORDER BY ord
+
+-- name: claim_op_random_custom
+-- claim_op_random planned per execution (see claim_op_fifo_custom).
+SELECT * FROM tracker_claim_op_random_custom($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ORDER BY ord
+
 -- name: complete_op_generic
 -- complete_op under a cached generic plan, for batches of at most GENERIC_PLAN_MAX_ITEMS.
 SELECT * FROM tracker_complete_op($1, $2, $3, $4, $5, $6, $7, $8, $9)
