@@ -412,6 +412,48 @@ async def test_claims_read_their_own_index_when_another_looks_cheaper(
         await conn.close()
 
 
+@pytest.mark.parametrize(
+    ("name", "project", "queue"),
+    [("claim_fifo", "p", "tracker_jobs_claim_idx"),
+     ("claim_random", "r", "tracker_jobs_claim_random_idx")],
+)  # fmt: skip
+async def test_general_claim_reads_its_own_index_when_another_looks_cheaper(
+    pg_dsn, name: str, project: str, queue: str
+) -> None:
+    """The general claim (dispatch-limited and audited projects, claim_in_steps) runs the
+    claim_fifo/claim_random blocks in its transaction after claim_plan_settings: under the
+    statistics of the test above they too read only their own index, in order."""
+    conn = await asyncpg.connect(pg_dsn, server_settings={"plan_cache_mode": "force_custom_plan"})
+    try:
+        await conn.execute("ALTER TABLE tracker_jobs SET (autovacuum_enabled = off)")
+        await conn.execute("VACUUM tracker_jobs")
+        await conn.execute(
+            "CREATE INDEX hq_test_todo_hash ON tracker_jobs USING hash (project_id)"
+            " WHERE status = 'todo'"
+        )
+        await conn.execute(
+            "INSERT INTO tracker_projects (id, status, identity_mode, claim_order, created_at, "
+            "updated_at) VALUES ($1, 'active', 'none', $2, 0, 0)",
+            project,
+            "fifo" if project == "p" else "random",
+        )
+        await conn.execute(_JOB, project, "todo", None, None, 5000)
+        tx = conn.transaction()
+        await tx.start()
+        try:
+            await conn.execute(queries()["claim_plan_settings"])
+            await conn.execute(f"PREPARE {name} AS {_statement(name)}")
+            attempts = [f"at_new{i}" for i in range(B)]
+            nodes = await _execute(
+                conn, name, [project, [], B, attempts, "w", NOW + 300, NOW]
+            )
+        finally:
+            await tx.rollback()
+        _check_queue_read(nodes, queue, B)
+    finally:
+        await conn.close()
+
+
 async def test_rule_functions_are_inlined_in_the_other_worker_statements(pg_dsn) -> None:
     """The worker.sql blocks that call a rule function (the ops are checked above) plan with
     it inlined, generic or custom."""

@@ -234,6 +234,7 @@ class PostgresWorker:
                         ratelimit.retry_after_ms(plan.tokens, qps),
                     )
             else:
+                await conn.execute(q("claim_plan_settings"))
                 found = await conn.fetch(
                     q(_CLAIM_SQL[project.claim_order]),
                     project_id,

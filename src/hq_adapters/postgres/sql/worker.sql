@@ -54,6 +54,12 @@ SET status = tracker_rule_reset_status(j.reset_count, p.max_resets),
 FROM expired e, tracker_projects p
 WHERE j.job_id = e.job_id AND p.id = j.project_id
 
+-- name: claim_plan_settings
+-- The claim functions' planner settings (migration 0015) for the general claim's transaction,
+-- ending with it: claim_fifo and claim_random read the queue in their own index's order
+-- whatever the statistics say (no plan sorts it), and are not JIT-compiled.
+SELECT set_config('enable_sort', 'off', true), set_config('jit', 'off', true)
+
 -- name: claim_fifo
 -- Claim steps 7–8 for fifo: lock up to $3 todo rows in (created_at, job_id) order, skipping
 -- rows other claims hold (each row goes to exactly one claimer), and make them WIP with the
