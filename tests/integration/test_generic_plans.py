@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import asyncpg
@@ -364,6 +365,34 @@ async def test_generic_plans_cached_on_a_young_table_stay_on_the_batch(pg_dsn) -
         await conn.close()
 
 
+async def _refilled_with_a_cheaper_looking_index(
+    conn: asyncpg.Connection, projects: Sequence[tuple[str, str]]
+) -> None:
+    """The state of the two tests below: tracker_jobs vacuumed while empty (reltuples 0, so
+    the planner expects about one todo row per project), a hash index on the todo rows
+    (cheaper to probe than either claim index at that estimate), then each (project, claim
+    order) refilled with 5,000 todo rows and leases expired past the sweep bound."""
+    await conn.execute("ALTER TABLE tracker_jobs SET (autovacuum_enabled = off)")
+    await conn.execute("VACUUM tracker_jobs")
+    await conn.execute(
+        "CREATE INDEX hq_test_todo_hash ON tracker_jobs USING hash (project_id)"
+        " WHERE status = 'todo'"
+    )
+    await conn.execute(
+        "INSERT INTO tracker_users (id, status, roles, created_at, updated_at) "
+        "VALUES ('u', 'active', '{worker}', 0, 0)"
+    )
+    for project, order in projects:
+        await conn.execute(
+            "INSERT INTO tracker_projects (id, status, identity_mode, claim_order, "
+            "created_at, updated_at) VALUES ($1, 'active', 'none', $2, 0, 0)",
+            project,
+            order,
+        )
+        await conn.execute(_JOB, project, "todo", None, None, 5000)
+        await conn.execute(_JOB, project, "wip", "old", NOW - 10, 2 * SWEEP)
+
+
 @pytest.mark.parametrize(("plans", "batch"), [("generic", B), ("custom", 4 * B)])
 async def test_claims_read_their_own_index_when_another_looks_cheaper(
     pg_dsn, plans: str, batch: int
@@ -383,25 +412,7 @@ async def test_claims_read_their_own_index_when_another_looks_cheaper(
     )
     conn = await asyncpg.connect(pg_dsn, server_settings=settings)
     try:
-        await conn.execute("ALTER TABLE tracker_jobs SET (autovacuum_enabled = off)")
-        await conn.execute("VACUUM tracker_jobs")  # empty: reltuples 0
-        await conn.execute(
-            "CREATE INDEX hq_test_todo_hash ON tracker_jobs USING hash (project_id)"
-            " WHERE status = 'todo'"
-        )
-        await conn.execute(
-            "INSERT INTO tracker_users (id, status, roles, created_at, updated_at) "
-            "VALUES ('u', 'active', '{worker}', 0, 0)"
-        )
-        for project, order in (("p", "fifo"), ("r", "random")):
-            await conn.execute(
-                "INSERT INTO tracker_projects (id, status, identity_mode, claim_order, "
-                "created_at, updated_at) VALUES ($1, 'active', 'none', $2, 0, 0)",
-                project,
-                order,
-            )
-            await conn.execute(_JOB, project, "todo", None, None, 5000)
-            await conn.execute(_JOB, project, "wip", "old", NOW - 10, 2 * SWEEP)
+        await _refilled_with_a_cheaper_looking_index(conn, [("p", "fifo"), ("r", "random")])
         for name, project, queue in (
             ("claim_op_fifo", "p", "tracker_jobs_claim_idx"),
             ("claim_op_random", "r", "tracker_jobs_claim_random_idx"),
@@ -422,26 +433,18 @@ async def test_general_claim_reads_its_own_index_when_another_looks_cheaper(
 ) -> None:
     """The general claim (dispatch-limited and audited projects, claim_in_steps) runs the
     claim_fifo/claim_random blocks in its transaction after claim_plan_settings: under the
-    statistics of the test above they too read only their own index, in order."""
+    statistics of the test above they too read only their own index, in order. The block sets
+    exactly what the claim functions carry (CLAIM_SETTINGS, checked against pg_proc above)."""
     conn = await asyncpg.connect(pg_dsn, server_settings={"plan_cache_mode": "force_custom_plan"})
     try:
-        await conn.execute("ALTER TABLE tracker_jobs SET (autovacuum_enabled = off)")
-        await conn.execute("VACUUM tracker_jobs")
-        await conn.execute(
-            "CREATE INDEX hq_test_todo_hash ON tracker_jobs USING hash (project_id)"
-            " WHERE status = 'todo'"
-        )
-        await conn.execute(
-            "INSERT INTO tracker_projects (id, status, identity_mode, claim_order, created_at, "
-            "updated_at) VALUES ($1, 'active', 'none', $2, 0, 0)",
-            project,
-            "fifo" if project == "p" else "random",
-        )
-        await conn.execute(_JOB, project, "todo", None, None, 5000)
+        order = "fifo" if project == "p" else "random"
+        await _refilled_with_a_cheaper_looking_index(conn, [(project, order)])
         tx = conn.transaction()
         await tx.start()
         try:
             await conn.execute(queries()["claim_plan_settings"])
+            for key, value in CLAIM_SETTINGS.items():
+                assert await conn.fetchval("SELECT current_setting($1)", key) == value, key
             await conn.execute(f"PREPARE {name} AS {_statement(name)}")
             attempts = [f"at_new{i}" for i in range(B)]
             nodes = await _execute(
@@ -450,6 +453,8 @@ async def test_general_claim_reads_its_own_index_when_another_looks_cheaper(
         finally:
             await tx.rollback()
         _check_queue_read(nodes, queue, B)
+        # ... and only for its transaction
+        assert await conn.fetchval("SELECT current_setting('enable_sort')") == "on"
     finally:
         await conn.close()
 
