@@ -82,7 +82,14 @@ def compile_bytecode() -> float:
     variable says, so compiling them here is enough.
     """
     started = time.perf_counter()
-    dirs = [p for p in sys.path if p and Path(p).is_dir() and Path(p).resolve() != Path.cwd()]
+    # Our source and the virtualenv's packages; the interpreter's own library under
+    # sys.base_prefix was compiled when it was installed.
+    base = Path(sys.base_prefix).resolve()
+    dirs = [
+        p for p in sys.path
+        if p and Path(p).is_dir() and Path(p).resolve() != Path.cwd()
+        and not Path(p).resolve().is_relative_to(base)
+    ]  # fmt: skip
     subprocess.run(
         [sys.executable, "-m", "compileall", "-q", "-j", "0", *dirs],
         check=False,  # a file that does not compile (a test fixture) leaves the rest compiled
