@@ -16,6 +16,7 @@ from tests.contract.helpers import (
     WORKER_USER,
     claim,
     claim_req,
+    complete,
     counts,
     done_item,
     ext_jobs,
@@ -165,6 +166,26 @@ class ClaimContract:
         assert got[0].external_id == "third"
         # WIP rows are unaffected by the switch
         assert (await store.get_job("p1", got[0].job_id)).status is JobStatus.WIP
+
+    async def test_a_switch_to_random_takes_in_every_job_that_can_return_to_todo(self, store, clock):
+        """Jobs enqueued under FIFO, in every state from which they can become todo again (a
+        WIP job failed retryably after the switch, a failed job requeued, an expired lease, a
+        job never claimed), are claimed in random-key order after a switch to random."""
+        await worker_user(store)
+        await put(store, claim_order="fifo")
+        await store.enqueue("p1", [job("a", id="a", random_key=9), job("b", id="b", random_key=5),
+                                   job("c", id="c", random_key=1), job("d", id="d", random_key=7),
+                                   job("e", id="e", random_key=3)])  # fmt: skip
+        a, b, c, d = (await claim(store, max_jobs=4, lease=30)).jobs
+        assert [j.external_id for j in (a, b, c, d)] == ["a", "b", "c", "d"]
+        await fail(store, "p1", fail_item(a.job_id, a.attempt_id, retryable=False))
+        await complete(store, "p1", done_item(d.job_id, d.attempt_id))
+        await put(store, claim_order="random")
+        await fail(store, "p1", fail_item(b.job_id, b.attempt_id, retryable=True))
+        await store.requeue_job("p1", a.job_id)
+        clock.advance(31)  # c's lease expires; the next claim sweeps it back
+        got = (await claim(store, max_jobs=256)).jobs
+        assert [j.external_id for j in got] == ["c", "e", "b", "a"]
 
     async def test_omitted_claim_order_is_kept(self, store, clock):
         await worker_user(store)

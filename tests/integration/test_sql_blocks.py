@@ -80,6 +80,13 @@ def _statement(name: str) -> str:
                                               ("claim_op_fifo", "claim_op_random")])  # fmt: skip
 def test_random_claim_blocks_differ_from_fifo_only_in_their_order(fifo: str, random: str) -> None:
     """The claim statements are written out twice (not parameterised) so each ORDER BY matches
-    its partial index; this keeps the two copies from drifting apart."""
-    as_fifo = _statement(random).replace("random_key", "created_at").replace("'random'", "'fifo'")
+    its partial index; this keeps the two copies from drifting apart. The random copy also
+    reads only rows in the random queue (``random_queue``, the random index's predicate)."""
+    assert _statement(random).count("status = 'todo' AND random_queue\n") == 1
+    as_fifo = (
+        _statement(random)
+        .replace(" AND random_queue\n", "\n")
+        .replace("random_key", "created_at")
+        .replace("'random'", "'fifo'")
+    )
     assert as_fifo == _statement(fifo)

@@ -8,7 +8,7 @@ from hq_adapters.postgres.queries import q
 from hq_domain.errors import InvalidRequest, NotFound
 from hq_domain.jobs import Job, JobStatus
 from hq_domain.ports import JobPage
-from hq_domain.projects import ProjectPut, ProjectSummary, apply_put
+from hq_domain.projects import ClaimOrder, ProjectPut, ProjectSummary, apply_put
 
 
 class PostgresProjects:
@@ -27,6 +27,13 @@ class PostgresProjects:
             found = await conn.fetchrow(q("lock_project"), project_id)
             existing = None if found is None else rows.project(found)
             updated = apply_put(project_id, existing, put, self._db.now_s())
+            if (
+                existing is not None
+                and existing.claim_order is not ClaimOrder.RANDOM
+                and updated.claim_order is ClaimOrder.RANDOM
+            ):
+                await conn.execute(q("lock_project_from_enqueues"), project_id)
+                await conn.execute(q("join_random_queue"), project_id)
             await conn.execute(q("upsert_project"), *rows.project_params(updated))
             r = await conn.fetchrow(q("get_project_summary"), project_id)
         return rows.summary(r)

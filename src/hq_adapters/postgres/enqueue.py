@@ -27,7 +27,7 @@ from hq_domain.identity import DIFFERENT_SPEC, DIGEST_COLLISION, assign_random_k
 from hq_domain.ids import unique_value_digest
 from hq_domain.jobs import JobSpec
 from hq_domain.ports import CommitTurn
-from hq_domain.projects import IdentityMode, require_enqueue_allowed
+from hq_domain.projects import ClaimOrder, IdentityMode, require_enqueue_allowed
 from hq_domain.validation import check_identity_id
 
 _EMPTY_SPEC = "{}"
@@ -35,7 +35,7 @@ _TODO = "todo"
 # The plain insert's COPY columns (reset_count takes its default, 0).
 _COPY_COLUMNS = (
     "project_id", "external_id", "unique_value_digest", "value", "random_key", "spec",
-    "status", "created_at", "updated_at",
+    "status", "created_at", "updated_at", "random_queue",
 )  # fmt: skip
 _MAX_HINTS = 10_000
 _JSON = msgspec.json.Encoder()
@@ -151,16 +151,23 @@ class PostgresEnqueue:
         project = rows.project(found)
         require_enqueue_allowed(project)
         mode = project.identity_mode
+        # Only a random project's rows enter the random claim index (migration 0016); the
+        # row lock above keeps a switch to random from committing before this transaction.
+        random_queue = project.claim_order is ClaimOrder.RANDOM
         if mode is IdentityMode.NONE:
             checked = False  # nothing to check, nothing can exist
         if not checked:
-            return await self._copy_plain(conn, project_id, mode, batches, hints, ids)
+            return await self._copy_plain(
+                conn, project_id, mode, random_queue, batches, hints, ids
+            )
         out = []
         for n, jobs in enumerate(batches):
             batch = self._collapsed(jobs, mode)
             batch_ids = None if ids is None else ids[n][: len(batch)]
             out.append(
-                await self._insert_checked(conn, project_id, mode, batch, hints, batch_ids)
+                await self._insert_checked(
+                    conn, project_id, mode, random_queue, batch, hints, batch_ids
+                )
                 if batch
                 else 0
             )
@@ -193,6 +200,7 @@ class PostgresEnqueue:
         conn: asyncpg.Connection,
         project_id: str,
         mode: IdentityMode,
+        random_queue: bool,
         batches: Sequence[Sequence[JobSpec]],
         hints: set[str],
         ids: list[list[int]] | None,
@@ -214,12 +222,13 @@ class PostgresEnqueue:
             if mode is IdentityMode.UNIQUE_VALUE:
                 rows_ = (
                     (project_id, None, unique_value_digest(j.value), j.value, k, spec_json(j),
-                     _TODO, now, now)
+                     _TODO, now, now, random_queue)
                     for j, k in zip(batch, keys, strict=True)
                 )  # fmt: skip
             else:
                 rows_ = (
-                    (project_id, j.id or None, None, j.value, k, spec_json(j), _TODO, now, now)
+                    (project_id, j.id or None, None, j.value, k, spec_json(j), _TODO, now, now,
+                     random_queue)
                     for j, k in zip(batch, keys, strict=True)
                 )
             if ids is None:
@@ -246,6 +255,7 @@ class PostgresEnqueue:
         conn: asyncpg.Connection,
         project_id: str,
         mode: IdentityMode,
+        random_queue: bool,
         batch: list[JobSpec],
         hints: set[str],
         ids: list[int] | None,
@@ -257,7 +267,7 @@ class PostgresEnqueue:
             insert, recheck = q("enqueue_insert_unique_value"), q("enqueue_conflict_unique_value")
         row = await conn.fetchrow(
             insert, project_id, identities, values, keys, specs, self._db.now_s(),
-            None if ids is None else _json(ids),
+            None if ids is None else _json(ids), random_queue,
         )  # fmt: skip
         assert row is not None
         inserted: int = row["inserted"]

@@ -86,6 +86,9 @@ CREATE TABLE tracker_jobs (
     artifact_receipts jsonb,
     random_key integer NOT NULL,
     last_worker_id text,  -- 0007: the worker of the last finished or expired attempt (dashboard)
+    -- 0016: the row is in its project's random queue (tracker_jobs_claim_random_idx when todo);
+    -- true for every row of a random project that is not done, false for FIFO projects' new rows
+    random_queue boolean NOT NULL DEFAULT true,
     CHECK ((status = 'wip' AND attempt_id IS NOT NULL AND worker_id IS NOT NULL
             AND lease_expires_at IS NOT NULL)
         OR (status <> 'wip' AND attempt_id IS NULL AND worker_id IS NULL
@@ -98,7 +101,7 @@ CREATE UNIQUE INDEX tracker_jobs_value_digest_uidx
 CREATE INDEX tracker_jobs_claim_idx
     ON tracker_jobs (project_id, created_at, job_id) WHERE status = 'todo';
 CREATE INDEX tracker_jobs_claim_random_idx
-    ON tracker_jobs (project_id, random_key, job_id) WHERE status = 'todo';
+    ON tracker_jobs (project_id, random_key, job_id) WHERE status = 'todo' AND random_queue;
 CREATE INDEX tracker_jobs_expired_order_idx
     ON tracker_jobs (project_id, lease_expires_at, job_id) WHERE status = 'wip';
 CREATE INDEX tracker_jobs_lease_sweep_order_idx

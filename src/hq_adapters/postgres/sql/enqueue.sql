@@ -21,6 +21,7 @@ SELECT * FROM tracker_projects WHERE id = $1 FOR KEY SHARE
 -- $7: the batch's reserved job ids (JSON array, an import's commit line: reserve_job_ids) or
 -- NULL for the sequence's next value; PostgreSQL evaluates the volatile nextval after the sort,
 -- so new rows take ids in submission order either way.
+-- $8: random_queue, true when the project claims in random order (migration 0016).
 WITH i AS MATERIALIZED (
     SELECT i.external_id, i.value, i.random_key::int4 AS random_key, i.spec,
            i.job_id::int8 AS job_id, i.ord
@@ -37,9 +38,9 @@ WITH i AS MATERIALIZED (
     ) t
 ), ins AS (
     INSERT INTO tracker_jobs (job_id, project_id, external_id, value, random_key, spec, status,
-                              reset_count, created_at, updated_at)
+                              reset_count, created_at, updated_at, random_queue)
     SELECT COALESCE(i.job_id, nextval('tracker_jobs_job_id_seq')), $1, i.external_id, i.value,
-           i.random_key, i.spec::jsonb, 'todo', 0, $6, $6
+           i.random_key, i.spec::jsonb, 'todo', 0, $6, $6, $8
     FROM i WHERE NOT EXISTS (SELECT FROM found f WHERE f.ord = i.ord)
     ORDER BY i.ord
     ON CONFLICT DO NOTHING
@@ -69,9 +70,9 @@ WITH i AS MATERIALIZED (
     ) t
 ), ins AS (
     INSERT INTO tracker_jobs (job_id, project_id, unique_value_digest, value, random_key, spec, status,
-                              reset_count, created_at, updated_at)
+                              reset_count, created_at, updated_at, random_queue)
     SELECT COALESCE(i.job_id, nextval('tracker_jobs_job_id_seq')), $1, i.digest, i.value,
-           i.random_key, i.spec::jsonb, 'todo', 0, $6, $6
+           i.random_key, i.spec::jsonb, 'todo', 0, $6, $6, $8
     FROM i WHERE NOT EXISTS (SELECT FROM found f WHERE f.ord = i.ord)
     ORDER BY i.ord
     ON CONFLICT DO NOTHING

@@ -48,6 +48,18 @@ SELECT * FROM tracker_projects WHERE id = $1
 -- (NO KEY: enqueues hold FOR KEY SHARE on the row and need not wait for these.)
 SELECT * FROM tracker_projects WHERE id = $1 FOR NO KEY UPDATE
 
+-- name: lock_project_from_enqueues
+-- The locked project row, now FOR UPDATE: waits for the enqueues and imports in flight (they
+-- hold FOR KEY SHARE on it) and holds back new ones until this transaction ends.
+SELECT 1 FROM tracker_projects WHERE id = $1 FOR UPDATE
+
+-- name: join_random_queue
+-- A project switching to random order: every row of it that can still be todo joins the
+-- random queue (migration 0016), under lock_project_from_enqueues, so the next claim sees it.
+-- A rare, heavy statement on a large queue (one row version per job that is not done).
+UPDATE tracker_jobs SET random_queue = true
+WHERE project_id = $1 AND status <> 'done' AND NOT random_queue
+
 -- name: upsert_project
 -- Write the project PUT computed in Python from the locked (or absent) row; the upsert
 -- covers two concurrent creates of one id (the later one becomes an update).

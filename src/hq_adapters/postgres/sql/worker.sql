@@ -87,10 +87,11 @@ WITH picked AS (
 SELECT * FROM claimed ORDER BY ord
 
 -- name: claim_random
--- Claim steps 7–8 for random: as claim_fifo, ordered by (random_key, job_id).
+-- Claim steps 7–8 for random: as claim_fifo, ordered by (random_key, job_id), from the rows in
+-- the random queue (every row of a random project, migration 0016).
 WITH picked AS (
     SELECT job_id, random_key FROM tracker_jobs
-    WHERE project_id = $1 AND status = 'todo'
+    WHERE project_id = $1 AND status = 'todo' AND random_queue
       AND tracker_rule_type_accepted(spec, $2::text[])
     ORDER BY random_key, job_id
     LIMIT $3

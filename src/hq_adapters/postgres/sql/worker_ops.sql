@@ -298,8 +298,10 @@ ORDER BY c.ord
 
 -- name: claim_op_random
 -- Route 20 for an unlimited, unaudited random project: as claim_op_fifo, in (random_key,
--- job_id) order. Written out rather than parameterised so the ORDER BY matches the random
--- partial index; tests/integration/test_sql_blocks.py keeps the two copies identical otherwise.
+-- job_id) order, from the rows in the random queue (`random_queue`: every row of a random
+-- project, migration 0016). Written out rather than parameterised so the WHERE and ORDER BY
+-- match the random partial index; tests/integration/test_sql_blocks.py keeps the two copies
+-- identical otherwise.
 WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      p AS (SELECT * FROM tracker_projects WHERE id = $1),
      ok AS (
@@ -326,7 +328,7 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = $8),
      todo AS (
         SELECT job_id, random_key FROM tracker_jobs
         WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
-          AND project_id = $1 AND status = 'todo'
+          AND project_id = $1 AND status = 'todo' AND random_queue
           AND tracker_rule_type_accepted(spec, $2::text[])
         ORDER BY random_key, job_id
         LIMIT (SELECT COALESCE(max(lim), 0) FROM ok)
