@@ -1,19 +1,21 @@
-"""``tracker serve --processes N``: N server processes on one listening socket.
+"""``tracker serve --processes N``: N server processes behind one listening socket.
 
 The parent binds the socket once, then starts N children (``spawn``: fresh interpreters, no
-inherited event loop or pool) that each accept on the shared socket with their own uvicorn,
-app and asyncpg pool. The kernel hands each new connection to whichever child accepts first,
-so a busy child takes fewer.
+inherited event loop or pool), each with its own uvicorn, app and asyncpg pool. Only the parent
+accepts: it hands every new connection to the child with the fewest open connections
+(:mod:`hq_apps.handoff`), so a fleet's long-lived connections are split evenly; requests go
+straight to the child. Connections wait in the listen queue until the children are up.
 
 Lifecycle:
 
 * **Start-up**: every child must report "listening". A child that exits before that (bad
   settings, database unreachable) stops the whole unit with exit status 1, like a single
   process that cannot start.
-* **A child dies later** (crash, OOM kill): it is restarted on the same socket, and logged. More
-  than ``MAX_RESTARTS`` restarts within ``RESTART_WINDOW_S`` stop the unit with status 1, so a
-  crash loop surfaces to the orchestrator instead of spinning.
-* **SIGINT/SIGTERM** to the parent: SIGTERM to every child, each drains its in-flight requests
+* **A child dies later** (crash, OOM kill): it is restarted with a fresh channel, and logged;
+  its connections die with it (workers reconnect) and new ones go to the other children until
+  it is up. More than ``MAX_RESTARTS`` restarts within ``RESTART_WINDOW_S`` stop the unit with
+  status 1, so a crash loop surfaces to the orchestrator instead of spinning.
+* **SIGINT/SIGTERM** to the parent: it stops accepting, then sends SIGTERM to every child, each drains its in-flight requests
   for up to ``SHUTDOWN_DRAIN_S`` (the same 10 s as one process), stragglers are killed
   ``KILL_GRACE_S`` later; exit status 0.
 
@@ -40,6 +42,7 @@ from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from hq_apps.handoff import Dispatcher, channel_pair
 from hq_apps.settings import Settings
 
 log = logging.getLogger("hq.tracker")
@@ -71,16 +74,16 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _child_main(settings: Settings, host: str, port: int, sock: socket.socket, index: int,
-                ready: Any) -> None:  # fmt: skip
+def _child_main(settings: Settings, host: str, port: int, channel: socket.socket, counts: Any,
+                index: int, ready: Any) -> None:  # fmt: skip
     """Entry point of one child (runs in a fresh interpreter)."""
     from hq_apps import logging as hq_logging
     from hq_apps import wiring
 
     hq_logging.configure()
     try:
-        wiring.run(wiring.serve(settings, host, port, sock=sock, on_started=ready.set,
-                                process_index=index))  # fmt: skip
+        wiring.run(wiring.serve(settings, host, port, handoff=(channel, counts),
+                                on_started=ready.set, process_index=index))  # fmt: skip
     except KeyboardInterrupt:
         pass
     except Exception as exc:
@@ -107,17 +110,29 @@ class Supervisor:
 
     def __post_init__(self) -> None:
         self._ctx = multiprocessing.get_context("spawn")
+        self._counts: Any = self._ctx.Array("i", self.settings.processes)
+        self._dispatcher: Dispatcher | None = None
 
     def _start(self, sock: socket.socket, index: int) -> _Child:
         ready = self._ctx.Event()
+        parent_end, child_end = channel_pair()
+        if self._dispatcher is not None:
+            self._dispatcher.replace_channel(index, parent_end)
         process = self._ctx.Process(
             target=_child_main,
-            args=(self.settings, self.host, self.port, sock, index, ready),
+            args=(self.settings, self.host, self.port, child_end, self._counts, index, ready),
             name=f"hq-tracker-{index}",
             daemon=False,
         )
         process.start()
+        child_end.close()  # the child has its own copy now
         return _Child(index, process, ready)
+
+    def _ready(self, index: int) -> bool:
+        if index >= len(self.children):
+            return False
+        child = self.children[index]
+        return child.ready.is_set() and child.process.is_alive()
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self.stop_requested = True
@@ -128,9 +143,12 @@ class Supervisor:
         sock = bind_socket(self.host, self.port)
         metrics_dir = _metrics_dir() if self.metrics and n > 1 else None
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+        self._dispatcher = Dispatcher(sock, self._counts, self._ready)
         try:
             self.children = [self._start(sock, i) for i in range(n)]
             status = self._wait_started()
+            if status == 0:
+                self._dispatcher.start()
             if status == 0:
                 log.info(
                     "tracker processes started",
@@ -140,6 +158,7 @@ class Supervisor:
                 status = self._supervise(sock)
             return status
         finally:
+            self._dispatcher.stop()  # no new connections while the children drain
             self._stop_all()
             sock.close()
             for s, handler in previous.items():

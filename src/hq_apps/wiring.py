@@ -11,13 +11,15 @@ import logging
 import signal
 import socket
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from hq_apps.settings import Settings
 from hq_domain.clock import Clock, SystemClock, seconds
 from hq_domain.ports import Store
 
 T = TypeVar("T")
+# A --processes child's end of its parent's channel and the shared open-connection counts.
+Handoff = tuple[socket.socket, Any]
 
 log = logging.getLogger("hq.tracker")
 
@@ -76,21 +78,22 @@ async def serve(
     *,
     clock: Clock | None = None,
     on_started: Callable[[], Awaitable[None] | None] | None = None,
-    sock: socket.socket | None = None,
+    handoff: Handoff | None = None,
     process_index: int | None = None,
 ) -> None:
     """Open the store, serve until SIGINT/SIGTERM (10 s drain), close the store.
 
-    With ``sock`` (one of ``tracker serve --processes N``'s children) uvicorn accepts on that
-    already-listening socket instead of binding ``host:port``."""
+    With ``handoff`` (one of ``tracker serve --processes N``'s children) it binds nothing and
+    serves the connections its parent hands over (:mod:`hq_apps.handoff`)."""
     import uvicorn
 
     from hq_apps import logging as hq_logging
     from hq_apps.api.app import create_app
     from hq_apps.api.one_write import TrackerHttpProtocol
+    from hq_apps.handoff import adopt_connections
 
     clock = clock or SystemClock()
-    if sock is None:  # a --processes child accepts on the parent's socket instead
+    if handoff is None:  # a --processes child serves what its parent accepts instead
         check_listen(host, port)
     store = await open_store(settings, clock)
     try:
@@ -109,7 +112,7 @@ async def serve(
             timeout_graceful_shutdown=SHUTDOWN_DRAIN_S,
         )
         server = uvicorn.Server(config)
-        sockets = None if sock is None else [sock]
+        sockets = None if handoff is None else []  # a child listens on nothing itself
         fields: dict[str, object] = {"listen": f"{host}:{port}", "web": settings.web is not None}
         if process_index is not None:
             fields["process"] = process_index
@@ -121,11 +124,27 @@ async def serve(
                 task = asyncio.create_task(server.serve(sockets))
                 while not server.started and not task.done():
                     await asyncio.sleep(0.05)
+                stop_adopting = None
+                if server.started and handoff is not None:
+                    channel, counts = handoff
+
+                    def protocol() -> asyncio.Protocol:
+                        return TrackerHttpProtocol(
+                            config=config, server_state=server.server_state,
+                            app_state=server.lifespan.state,
+                        )  # fmt: skip
+
+                    assert process_index is not None
+                    stop_adopting = adopt_connections(channel, protocol, counts, process_index)
                 if server.started:
                     result = on_started()
                     if result is not None:
                         await result
-                await task
+                try:
+                    await task
+                finally:
+                    if stop_adopting is not None:
+                        stop_adopting()
     finally:
         await store.close()
 

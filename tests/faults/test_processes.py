@@ -1,6 +1,7 @@
 """``tracker serve --processes N``: one port, N server processes, each with its own pool.
 
-* Both children serve on the one port and each holds its own connections.
+* Both children serve on the one port and each holds its own connections; new connections
+  go to the child holding fewer.
 * A child killed with SIGKILL is replaced (new pid) while the other keeps serving; the unit
   keeps answering throughout.
 * SIGTERM to the parent stops every child within the drain and exits 0.
@@ -67,6 +68,22 @@ async def test_processes_share_the_port_restart_and_stop(
         first = server_children(tracker.proc.pid)
         # Each child opened its own pool (2 connections kept open each).
         assert await backends(dsn) >= 4
+        # The parent hands each connection to the child with fewer open: 20 kept-alive
+        # connections are split 10 / 10 (the kernel's split of a shared socket was 42 / 22).
+        port = int(tracker.url.rsplit(":", 1)[1])
+        clients = [httpx.Client(base_url=tracker.url, timeout=10) for _ in range(20)]
+        try:
+            for c in clients:
+                assert c.get("/healthz").status_code == 200
+            held = [
+                sum(1 for s in child.net_connections("tcp")
+                    if s.laddr and s.laddr.port == port and s.status == psutil.CONN_ESTABLISHED)
+                for child in first
+            ]  # fmt: skip
+            assert held == [10, 10], held
+        finally:
+            for c in clients:
+                c.close()
 
         victim, survivor = first
         victim.kill()

@@ -1,0 +1,184 @@
+"""Connections handed from ``tracker serve --processes N``'s parent to its least busy child.
+
+Workers keep one connection open for hours, so how connections are split between the children
+at accept time decides how the load is split. When every child accepted on the shared socket,
+the kernel woke them all and whichever ran first took every connection waiting (libuv accepts
+until the queue is empty): 64 workers ended up 42 / 22 or worse between two children, and the
+busier child's requests waited for its core and its pool while the other had room. Its claim
+latency was the unit's p99 (benchmarks/notes/optimisations.md, row 26).
+
+Now only the parent accepts. It passes each new connection's descriptor over a private
+datagram socket (``SCM_RIGHTS``) to the child with the fewest open connections among those
+ready, and closes its own copy; the child adopts it into its event loop as if it had accepted
+it. Each child counts its open connections in a shared array: the parent adds one when it
+hands a connection over, the child takes one off when that connection closes. A connection
+costs the parent one ``accept`` and one ``sendmsg``; requests never pass through it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+log = logging.getLogger("hq.tracker")
+
+ACCEPT_POLL_S = 0.2
+_TOKEN = b"c"
+
+
+def channel_pair() -> tuple[socket.socket, socket.socket]:
+    """(parent end, child end) of a private datagram channel: one message per descriptor."""
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    parent.set_inheritable(False)
+    child.set_inheritable(True)
+    return parent, child
+
+
+def least_busy(open_connections: Sequence[int], available: Sequence[bool]) -> list[int]:
+    """Indexes of the available children, fewest open connections first (ties by index)."""
+    return sorted((i for i, ok in enumerate(available) if ok), key=lambda i: open_connections[i])
+
+
+class Dispatcher:
+    """The parent's accept loop (a daemon thread) and its choice of child.
+
+    ``channels[i]`` is the parent end of child i's channel (``None`` while none is running),
+    ``ready(i)`` says whether child i serves yet, ``counts`` is the shared array of open
+    connections per child.
+    """
+
+    def __init__(self, listener: socket.socket, counts: Any, ready: Callable[[int], bool]) -> None:
+        self._listener = listener
+        self._counts = counts
+        self._ready = ready
+        self.channels: list[socket.socket | None] = [None] * len(counts)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="hq-accept", daemon=True)
+
+    def start(self) -> None:
+        self._listener.settimeout(ACCEPT_POLL_S)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop accepting (connections already handed over stay with their children)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(ACCEPT_POLL_S * 5)
+
+    def replace_channel(self, index: int, channel: socket.socket) -> None:
+        """A (re)started child's channel; its count starts from zero."""
+        old, self.channels[index] = self.channels[index], channel
+        with self._counts.get_lock():
+            self._counts[index] = 0
+        if old is not None:
+            old.close()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if not any(self._ready(i) for i in range(len(self.channels))):
+                # every child is (re)starting: new connections wait in the listen queue
+                self._stop.wait(ACCEPT_POLL_S)
+                continue
+            try:
+                conn, _addr = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                if self._stop.is_set():
+                    return
+                log.exception("accept failed")
+                self._stop.wait(ACCEPT_POLL_S)
+                continue
+            with conn:
+                self.hand_over(conn)
+
+    def hand_over(self, conn: socket.socket) -> bool:
+        """Send ``conn`` to the least busy ready child; False (the caller closes it) if none
+        could take it."""
+        n = len(self.channels)
+        with self._counts.get_lock():
+            counts = [self._counts[i] for i in range(n)]
+        available = [self.channels[i] is not None and self._ready(i) for i in range(n)]
+        for i in least_busy(counts, available):
+            channel = self.channels[i]
+            if channel is None:
+                continue
+            with self._counts.get_lock():
+                self._counts[i] += 1
+            try:
+                socket.send_fds(channel, [_TOKEN], [conn.fileno()])
+                return True
+            except OSError:  # the child is gone or its channel is full: try the next
+                with self._counts.get_lock():
+                    self._counts[i] -= 1
+        return False
+
+
+def adopt_connections(
+    channel: socket.socket,
+    make_protocol: Callable[[], asyncio.Protocol],
+    counts: Any,
+    index: int,
+) -> Callable[[], None]:
+    """In a child: adopt every connection the parent sends over ``channel`` into the running
+    loop with ``make_protocol``'s protocols. Returns a function that stops adopting."""
+    loop = asyncio.get_running_loop()
+    channel.setblocking(False)
+
+    def closed() -> None:
+        with counts.get_lock():
+            counts[index] -= 1
+
+    def counted() -> asyncio.Protocol:
+        protocol = make_protocol()
+        lost = protocol.connection_lost
+
+        def connection_lost(exc: Exception | None) -> None:
+            try:
+                lost(exc)
+            finally:
+                closed()
+
+        protocol.connection_lost = connection_lost  # type: ignore[method-assign]
+        return protocol
+
+    adopting: set[asyncio.Task[None]] = set()
+
+    async def adopt(conn: socket.socket) -> None:
+        try:
+            await loop.connect_accepted_socket(counted, conn)
+        except OSError:
+            conn.close()
+            closed()
+
+    def readable() -> None:
+        while True:
+            try:
+                _msg, fds, _flags, _addr = socket.recv_fds(channel, 16, 16)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                loop.remove_reader(channel.fileno())
+                return
+            if not _msg and not fds:  # the parent's end closed
+                loop.remove_reader(channel.fileno())
+                return
+            for fd in fds:
+                conn = socket.socket(fileno=fd)
+                conn.setblocking(False)
+                task = loop.create_task(adopt(conn))
+                adopting.add(task)
+                task.add_done_callback(adopting.discard)
+
+    loop.add_reader(channel.fileno(), readable)
+
+    def stop() -> None:
+        with contextlib.suppress(ValueError, OSError):
+            loop.remove_reader(channel.fileno())
+
+    return stop

@@ -1,0 +1,116 @@
+"""The parent-to-child connection handoff of ``tracker serve --processes N``
+(:mod:`hq_apps.handoff`), without a database: the choice of child, the descriptor passing,
+the adoption into a child's loop and the shared open-connection counts."""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import socket
+
+from hq_apps.handoff import Dispatcher, adopt_connections, channel_pair, least_busy
+
+
+def test_least_busy_orders_the_available_children_by_open_connections() -> None:
+    assert least_busy([3, 1, 2], [True, True, True]) == [1, 2, 0]
+    assert least_busy([3, 1, 2], [True, False, True]) == [2, 0]
+    assert least_busy([2, 2, 2], [True, True, True]) == [0, 1, 2]  # ties by index
+    assert least_busy([0, 0], [False, False]) == []
+
+
+def _dispatcher(n: int, ready: list[bool]) -> tuple[Dispatcher, list[socket.socket], object]:
+    counts = multiprocessing.get_context("spawn").Array("i", n)
+    listener = socket.socket()
+    d = Dispatcher(listener, counts, lambda i: ready[i])
+    child_ends = []
+    for i in range(n):
+        parent_end, child_end = channel_pair()
+        d.replace_channel(i, parent_end)
+        child_ends.append(child_end)
+    listener.close()
+    return d, child_ends, counts
+
+
+def _received(child_end: socket.socket) -> int:
+    child_end.setblocking(False)
+    got = 0
+    while True:
+        try:
+            _msg, fds, _f, _a = socket.recv_fds(child_end, 16, 16)
+        except BlockingIOError:
+            return got
+        for fd in fds:
+            socket.socket(fileno=fd).close()
+        got += len(fds)
+
+
+def test_connections_go_to_the_least_busy_ready_child() -> None:
+    d, ends, counts = _dispatcher(3, [True, True, False])
+    counts[0] = 5  # child 0 already holds five connections
+    for _ in range(6):
+        a, b = socket.socketpair()
+        with a, b:
+            assert d.hand_over(a)
+    # child 1 catches up with child 0, then the tie goes to the lower index; child 2 is not
+    # ready and gets nothing
+    assert [_received(e) for e in ends] == [1, 5, 0]
+    assert list(counts) == [6, 5, 0]
+
+
+def test_a_child_whose_channel_is_gone_is_skipped() -> None:
+    d, ends, counts = _dispatcher(2, [True, True])
+    ends[0].close()  # child 0 died
+    a, b = socket.socketpair()
+    with a, b:
+        assert d.hand_over(a)
+    assert list(counts) == [0, 1]
+    assert _received(ends[1]) == 1
+    ends[1].close()
+    a, b = socket.socketpair()
+    with a, b:
+        assert not d.hand_over(a)  # nobody could take it: the caller closes it
+    assert list(counts) == [0, 1]
+
+
+def test_a_restarted_child_starts_from_zero() -> None:
+    d, _ends, counts = _dispatcher(2, [True, True])
+    counts[1] = 7
+    parent_end, child_end = channel_pair()
+    d.replace_channel(1, parent_end)
+    assert list(counts) == [0, 0]
+    child_end.close()
+
+
+async def test_a_child_adopts_handed_connections_and_counts_them_closed() -> None:
+    """The child's side: a descriptor sent over the channel becomes a connection served by
+    the child's protocol in its loop; closing it takes it off the child's count."""
+    counts = multiprocessing.get_context("spawn").Array("i", 1)
+    parent_end, child_end = channel_pair()
+    served = asyncio.get_running_loop().create_future()
+
+    class Echo(asyncio.Protocol):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self.transport = transport
+
+        def data_received(self, data: bytes) -> None:
+            self.transport.write(data.upper())  # type: ignore[attr-defined]
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            served.set_result(True)
+
+    stop = adopt_connections(child_end, Echo, counts, 0)
+    try:
+        server_side, client = socket.socketpair()
+        counts[0] = 1  # as the parent counts it when handing over
+        socket.send_fds(parent_end, [b"c"], [server_side.fileno()])
+        server_side.close()
+        reader, writer = await asyncio.open_connection(sock=client)
+        writer.write(b"ping")
+        assert await asyncio.wait_for(reader.readexactly(4), 5) == b"PING"
+        writer.close()
+        await asyncio.wait_for(served, 5)
+        assert counts[0] == 0
+    finally:
+        stop()
+        parent_end.close()
+        child_end.close()
