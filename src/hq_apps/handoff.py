@@ -35,6 +35,7 @@ def channel_pair() -> tuple[socket.socket, socket.socket]:
     """(parent end, child end) of a private datagram channel: one message per descriptor."""
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     parent.set_inheritable(False)
+    parent.setblocking(False)  # a stalled child's full queue must not stall the accept loop
     child.set_inheritable(True)
     return parent, child
 

@@ -72,6 +72,22 @@ def test_a_child_whose_channel_is_gone_is_skipped() -> None:
     assert list(counts) == [0, 1]
 
 
+def test_a_child_that_stopped_reading_is_skipped_without_blocking() -> None:
+    """A child whose loop is stuck stops draining its channel; once the queue is full the
+    parent's send fails at once (the parent's end does not block) and the next child gets it."""
+    d, ends, counts = _dispatcher(2, [True, True])
+    counts[1] = 10**6  # child 1 looks busy, so everything goes to child 0 first
+    sent = 0
+    while counts[1] == 10**6 and sent < 100_000:  # until child 0's queue is full
+        a, b = socket.socketpair()
+        with a, b:
+            assert d.hand_over(a)
+        sent += 1
+    assert counts[1] == 10**6 + 1  # the first connection child 0 could not queue
+    assert counts[0] == sent - 1 == _received(ends[0])
+    assert _received(ends[1]) == 1
+
+
 def test_a_restarted_child_starts_from_zero() -> None:
     d, _ends, counts = _dispatcher(2, [True, True])
     counts[1] = 7
