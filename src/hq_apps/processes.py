@@ -15,9 +15,9 @@ Lifecycle:
   its connections die with it (workers reconnect) and new ones go to the other children until
   it is up. More than ``MAX_RESTARTS`` restarts within ``RESTART_WINDOW_S`` stop the unit with
   status 1, so a crash loop surfaces to the orchestrator instead of spinning.
-* **SIGINT/SIGTERM** to the parent: it stops accepting, then sends SIGTERM to every child, each drains its in-flight requests
-  for up to ``SHUTDOWN_DRAIN_S`` (the same 10 s as one process), stragglers are killed
-  ``KILL_GRACE_S`` later; exit status 0.
+* **SIGINT/SIGTERM** to the parent: it stops accepting, then sends SIGTERM to every child;
+  each drains its in-flight requests for up to ``SHUTDOWN_DRAIN_S`` (the same 10 s as one
+  process), stragglers are killed ``KILL_GRACE_S`` later; exit status 0.
 
 Background loops (the D2 lease sweep) run in every child, exactly as in several replicas: the
 sweep takes rows with ``FOR UPDATE SKIP LOCKED`` in one statement, so no row is reset twice.
@@ -149,7 +149,6 @@ class Supervisor:
             status = self._wait_started()
             if status == 0:
                 self._dispatcher.start()
-            if status == 0:
                 log.info(
                     "tracker processes started",
                     extra={"fields": {"listen": f"{self.host}:{self.port}", "processes": n,

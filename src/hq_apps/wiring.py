@@ -118,7 +118,7 @@ async def serve(
             fields["process"] = process_index
         log.info("tracker listening", extra={"fields": fields})
         with hq_logging.batched():  # request lines in batches while serving
-            if on_started is None:
+            if on_started is None and handoff is None:
                 await server.serve(sockets)
             else:
                 task = asyncio.create_task(server.serve(sockets))
@@ -136,7 +136,7 @@ async def serve(
 
                     assert process_index is not None
                     stop_adopting = adopt_connections(channel, protocol, counts, process_index)
-                if server.started:
+                if server.started and on_started is not None:
                     result = on_started()
                     if result is not None:
                         await result
