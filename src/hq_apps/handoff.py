@@ -36,7 +36,6 @@ def channel_pair() -> tuple[socket.socket, socket.socket]:
     parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
     parent.set_inheritable(False)
     parent.setblocking(False)  # a stalled child's full queue must not stall the accept loop
-    child.set_inheritable(True)
     return parent, child
 
 

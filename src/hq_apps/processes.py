@@ -57,7 +57,8 @@ METRICS_DIR_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
-    """A listening TCP socket (IPv6 when ``host`` is an IPv6 literal), inheritable by children."""
+    """A listening TCP socket (IPv6 when ``host`` is an IPv6 literal) for the parent alone:
+    children are handed connections, never this socket (not inheritable)."""
     from hq_apps.wiring import check_listen
 
     check_listen(host, port)  # one clear line instead of a traceback
@@ -70,7 +71,6 @@ def bind_socket(host: str, port: int) -> socket.socket:
     except OSError:
         sock.close()
         raise
-    sock.set_inheritable(True)
     return sock
 
 

@@ -1,5 +1,5 @@
-"""The ``--processes`` supervisor's plumbing that needs no database: the shared socket, the
-private metrics directory handed to the children, and start-up failure."""
+"""The ``--processes`` supervisor's plumbing that needs no database: the parent's listening
+socket, the private metrics directory handed to the children, and start-up failure."""
 
 from __future__ import annotations
 
@@ -57,10 +57,10 @@ def test_no_metrics_dir_without_metrics(tmp_path: Path) -> None:
     assert Path(f"{sup.out}.0").read_text().split() == ["0"]
 
 
-def test_bind_socket_listens_and_is_inheritable() -> None:
+def test_bind_socket_listens_and_is_the_parents_alone() -> None:
     sock = processes.bind_socket("127.0.0.1", 0)
     try:
-        assert sock.get_inheritable()
+        assert not sock.get_inheritable()
         with socket.create_connection(sock.getsockname(), timeout=2):
             pass
     finally:
