@@ -113,7 +113,7 @@ class Supervisor:
         self._counts: Any = self._ctx.Array("i", self.settings.processes)
         self._dispatcher: Dispatcher | None = None
 
-    def _start(self, sock: socket.socket, index: int) -> _Child:
+    def _start(self, index: int) -> _Child:
         ready = self._ctx.Event()
         parent_end, child_end = channel_pair()
         if self._dispatcher is not None:
@@ -145,7 +145,7 @@ class Supervisor:
         previous = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
         self._dispatcher = Dispatcher(sock, self._counts, self._ready)
         try:
-            self.children = [self._start(sock, i) for i in range(n)]
+            self.children = [self._start(i) for i in range(n)]
             status = self._wait_started()
             if status == 0:
                 self._dispatcher.start()
@@ -154,7 +154,7 @@ class Supervisor:
                     extra={"fields": {"listen": f"{self.host}:{self.port}", "processes": n,
                                       "pids": [c.process.pid for c in self.children]}},
                 )  # fmt: skip
-                status = self._supervise(sock)
+                status = self._supervise()
             return status
         finally:
             self._dispatcher.stop()  # no new connections while the children drain
@@ -184,7 +184,7 @@ class Supervisor:
             time.sleep(POLL_S)
         return 0
 
-    def _supervise(self, sock: socket.socket) -> int:
+    def _supervise(self) -> int:
         while not self.stop_requested:
             for i, c in enumerate(self.children):
                 if c.process.is_alive():
@@ -199,7 +199,7 @@ class Supervisor:
                     return 1
                 self.restarts.append(now)
                 log.error("tracker process exited; restarting", extra={"fields": fields})
-                self.children[i] = self._start(sock, c.index)
+                self.children[i] = self._start(c.index)
             time.sleep(POLL_S)
         return 0
 

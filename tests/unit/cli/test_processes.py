@@ -27,9 +27,9 @@ def report_env(out: str, *_args: Any) -> None:
 class RecordingSupervisor(processes.Supervisor):
     out = ""
 
-    def _start(self, sock: socket.socket, index: int) -> Any:
+    def _start(self, index: int) -> Any:
         ready = self._ctx.Event()
-        proc = self._ctx.Process(target=report_env, args=(f"{self.out}.{index}", sock))
+        proc = self._ctx.Process(target=report_env, args=(f"{self.out}.{index}",))
         proc.start()
         return processes._Child(index, proc, ready)
 
