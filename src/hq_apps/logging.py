@@ -20,19 +20,35 @@ import msgspec
 _encoder = msgspec.json.Encoder()
 
 
+_last_second: tuple[int, str] = (-1, "")  # the last whole second formatted, and its text
+
+
+def _timestamp(created: float) -> str:
+    global _last_second
+    second, text = _last_second  # one read: the pair is replaced whole, never edited
+    if second != int(created):
+        text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created))
+        _last_second = (int(created), text)
+    return text
+
+
+def render(
+    created: float, level: str, msg: str, fields: dict[str, Any] | None, exception: str | None
+) -> str:
+    """One log line (no newline): time, level, msg, then the fields in their order."""
+    doc: dict[str, Any] = {"time": _timestamp(created), "level": level, "msg": msg}
+    if fields:
+        doc.update(fields)
+    if exception:
+        doc["exception"] = exception
+    return _encoder.encode(doc).decode()
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        doc: dict[str, Any] = {
-            "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record.created)),
-            "level": record.levelname,
-            "msg": record.getMessage(),
-        }
+        exception = self.formatException(record.exc_info) if record.exc_info else None
         fields = getattr(record, "fields", None)
-        if fields:
-            doc.update(fields)
-        if record.exc_info:
-            doc["exception"] = self.formatException(record.exc_info)
-        return _encoder.encode(doc).decode()
+        return render(record.created, record.levelname, record.getMessage(), fields, exception)
 
 
 def configure(level: int = logging.INFO) -> None:
@@ -84,6 +100,11 @@ class LineBatchHandler(logging.Handler):
             return
         if record.levelno >= logging.WARNING:
             self.flush()
+
+    def add(self, line: str) -> None:
+        """A line rendered elsewhere (:func:`info_line`), held like :meth:`emit`'s."""
+        with self.lock:  # type: ignore[union-attr]
+            self._lines.append(line)
 
     def flush(self) -> None:
         # Under the handler's (reentrant) lock, as emit is: batches reach the stream in order.
@@ -146,6 +167,51 @@ def batched(interval_s: float = FLUSH_INTERVAL_S) -> Iterator[None]:
         root.handlers[:] = originals
         for batch in swapped:
             batch.close()
+
+
+def _batch_sinks(logger: logging.Logger) -> list[LineBatchHandler] | None:
+    """The handlers an INFO record of ``logger`` would reach, when every one is a
+    :class:`LineBatchHandler` with the :class:`JsonFormatter` and nothing on the way filters or
+    could change the line (``logging.Logger.callHandlers``' walk); ``None`` otherwise."""
+    current: logging.Logger | None = logger
+    while current is not None:
+        if current.filters:
+            return None
+        if current.handlers:
+            if current.parent is not None:  # a handler below the root: leave it to logging
+                return None
+            sinks = current.handlers
+            for h in sinks:
+                if (
+                    type(h) is not LineBatchHandler
+                    or h.filters
+                    or h.level > logging.INFO
+                    or type(h.formatter) is not JsonFormatter
+                ):
+                    return None
+            return sinks  # type: ignore[return-value]
+        if not current.propagate:
+            return None
+        current = current.parent
+    return None
+
+
+def info_line(logger: logging.Logger, msg: str, fields: dict[str, Any]) -> None:
+    """``logger.info(msg, extra={"fields": fields})``, the same line (:func:`render`).
+
+    While :func:`batched` holds the lines, the line goes straight into the batch: a
+    ``LogRecord`` and the handler calls cost about a tenth of the tracker's CPU per worker
+    request (benchmarks/notes/optimisations.md, row 27). Anywhere else (a filter, another
+    handler, pytest's capture) it is an ordinary ``logger.info``."""
+    if logger.disabled or not logger.isEnabledFor(logging.INFO):
+        return
+    sinks = _batch_sinks(logger)
+    if sinks is None:
+        logger.info(msg, extra={"fields": fields})
+        return
+    line = render(time.time(), "INFO", msg, fields, None) + "\n"
+    for sink in sinks:
+        sink.add(line)
 
 
 def error_line(error: object) -> str:

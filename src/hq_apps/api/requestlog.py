@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+from hq_apps import logging as hq_logging
 from hq_apps.api import observers
 
 SCOPE_KEY = "hq.request"
@@ -39,18 +40,17 @@ def emit(scope: Any, ctx: RequestContext, latency_ms: float) -> None:
         return
     params = scope.get("path_params") or {}
     project = params.get("project_id")
-    log.info(
+    hq_logging.info_line(
+        log,
         "request",
-        extra={
-            "fields": {
-                "request_id": ctx.request_id,
-                "method": scope.get("method"),
-                "route": scope.get("path_template") or scope.get("path"),
-                "status": ctx.status,
-                "latency_ms": round(latency_ms, 3),
-                "project": project if isinstance(project, str) else None,
-                "worker_id": ctx.worker_id,
-                "user": ctx.user,
-            }
+        {
+            "request_id": ctx.request_id,
+            "method": scope.get("method"),
+            "route": scope.get("path_template") or scope.get("path"),
+            "status": ctx.status,
+            "latency_ms": round(latency_ms, 3),
+            "project": project if isinstance(project, str) else None,
+            "worker_id": ctx.worker_id,
+            "user": ctx.user,
         },
     )
