@@ -159,11 +159,13 @@ async def _run_cell(dsn: str, batch: int, workers: int, seconds: float, tag: str
     pid = f"bench_{tag}"
     await admin.put_project(pid, ProjectPut(status="active", identity_mode="none"))
     need = int(max(batch * workers * 80, 2500) * seconds)  # generous: runs end by time
-    await admin.database.pool.execute(_TODO, pid, need)
+    async with admin.database.connection() as conn:
+        await conn.execute(_TODO, pid, need)
     stores = [await connect(dsn, clock, min_size=1, max_size=1) for _ in range(workers)]
     backend = []
     for s in stores:
-        backend.append(await s.database.pool.fetchval("SELECT pg_backend_pid()"))
+        async with s.database.connection() as conn:
+            backend.append(await conn.fetchval("SELECT pg_backend_pid()"))
     jobs_done = 0
     stop_at = 0.0
 

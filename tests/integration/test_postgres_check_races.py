@@ -11,7 +11,7 @@ the new state. The interleaving is produced through the worker's public seam: it
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, cast
 
 import asyncpg
 import pytest
@@ -32,24 +32,27 @@ Change = Callable[[], Awaitable[Any]]
 _OPS = ("complete_op", "fail_op", "extend_op", "complete_one", "fail_one", "extend_one")
 
 
-class Interleaved(Database):
-    """A Database that runs admin changes right before or right after the n-th one-statement
-    complete/fail/extend (n from 1): ``script[n, "before"]``, ``script[n, "after"]``."""
+class Interleaved:
+    """The store's Database, running admin changes right before or right after the n-th
+    one-statement complete/fail/extend (n from 1): ``script[n, "before"]``,
+    ``script[n, "after"]``. Everything else is the store's Database itself (its gate and the
+    connections it keeps, which the store's ``close()`` releases)."""
 
-    def __init__(
-        self, pool: asyncpg.Pool, clock: ManualClock, script: dict[tuple[int, str], Change]
-    ) -> None:
-        super().__init__(pool, clock)
+    def __init__(self, base: Database, script: dict[tuple[int, str], Change]) -> None:
+        self._base = base
         self.script = script
         self.statements = 0
 
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._base, name)
+
     async def fetchrow(self, name: str, *args: Any) -> asyncpg.Record | None:
         if name.removesuffix("_generic") not in _OPS:
-            return await super().fetchrow(name, *args)
+            return await self._base.fetchrow(name, *args)
         self.statements += 1
         if (before := self.script.pop((self.statements, "before"), None)) is not None:
             await before()
-        row = await super().fetchrow(name, *args)
+        row = await self._base.fetchrow(name, *args)
         if (after := self.script.pop((self.statements, "after"), None)) is not None:
             await after()
         return row
@@ -82,9 +85,9 @@ def _worker(
     store: PostgresStore, clock: ManualClock, script: dict[tuple[int, str], Change],
     generic: bool = True,
 ) -> tuple[Interleaved, PostgresWorker]:
-    db = Interleaved(store.database.pool, clock, script)
+    db = Interleaved(store.database, script)
     limit = GENERIC_PLAN_MAX_ITEMS if generic else 0
-    return db, PostgresWorker(db, generic_plan_max_items=limit)
+    return db, PostgresWorker(cast(Database, db), generic_plan_max_items=limit)
 
 
 WANT = {"complete": JobStatus.DONE, "fail": JobStatus.FAILED, "extend": JobStatus.WIP}
@@ -130,9 +133,10 @@ async def test_the_error_is_the_one_the_re_read_finds(world, op, change, error) 
     with pytest.raises(error):
         await _call(worker, op, job)
     assert db.statements == 1 and not db.script
-    row = await store.database.pool.fetchrow(
-        "SELECT status, attempt_id FROM tracker_jobs WHERE job_id = $1", job.job_id
-    )
+    async with store.database.connection() as conn:
+        row = await conn.fetchrow(
+            "SELECT status, attempt_id FROM tracker_jobs WHERE job_id = $1", job.job_id
+        )
     assert tuple(row) == ("wip", job.attempt_id)
 
 
@@ -149,7 +153,8 @@ async def test_errors_without_a_race_follow_the_gate_order(world, op) -> None:
     await store.put_user("u", UserStatus.ACTIVE, [Role.WORKER])
     with pytest.raises(ProjectNotActive):
         await _call(worker, op, job)
-    await store.database.pool.execute("DELETE FROM tracker_jobs")
+    async with store.database.connection() as conn:
+        await conn.execute("DELETE FROM tracker_jobs")
     await store.delete_project("p")
     with pytest.raises(NotFound, match=r"^project not found$"):
         await _call(worker, op, job)

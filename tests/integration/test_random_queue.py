@@ -33,9 +33,10 @@ async def store(pg_dsn):
 
 
 async def _flags(store: PostgresStore, project_id: str) -> dict[str, bool]:
-    found = await store.database.pool.fetch(
-        "SELECT value, random_queue FROM tracker_jobs WHERE project_id = $1", project_id
-    )
+    async with store.database.connection() as conn:
+        found = await conn.fetch(
+            "SELECT value, random_queue FROM tracker_jobs WHERE project_id = $1", project_id
+        )
     return {r["value"]: r["random_queue"] for r in found}
 
 

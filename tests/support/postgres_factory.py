@@ -56,5 +56,6 @@ class PostgresStoreFactory:
     async def claim_buckets(self, store: Store, project_id: str) -> list[ClaimBucket]:
         """The project's worker claim-bucket rows (spec §2.9), sorted; not part of Store."""
         assert isinstance(store, PostgresStore)
-        rows = await store.database.pool.fetch(_BUCKETS, project_id)
+        async with store.database.connection() as conn:
+            rows = await conn.fetch(_BUCKETS, project_id)
         return [tuple(r.values()) for r in rows]  # type: ignore[misc]

@@ -23,16 +23,32 @@ class Database:
     """One asyncpg pool and the clock every statement's time comes from. Statements are named
     blocks of ``sql/*.sql`` (:func:`hq_adapters.postgres.queries.q`). Every connection taken
     here passes a :class:`~hq_adapters.postgres.fair_gate.FairGate` first, so requests get
-    connections in the order they asked."""
+    connections in the order they asked.
+
+    A connection that ends its statement or transaction cleanly is *kept* here rather than
+    released to the pool, and the next holder takes it straight from :attr:`_kept`: asyncpg's
+    acquire and release (a proxy, a future, an inactivity timer, a shielded task and a timeout
+    each time) were about a tenth of the tracker's CPU per worker request
+    (benchmarks/notes/optimisations.md, row 28). The gate admits at most the pool's size of
+    holders, so kept plus held connections never exceed it. A connection that fails, is
+    cancelled or is left in a transaction goes back through ``pool.release``, which cleans it
+    up or replaces it, as before. Kept connections skip the pool's ``max_queries`` and idle
+    lifetime: at most the pool's size stay open while the process lives. One Database per
+    pool: ``pool.close()`` waits for every connection, and only this Database's
+    :meth:`close` hands back the ones it keeps.
+    """
 
     def __init__(self, pool: asyncpg.Pool, clock: Clock) -> None:
         self._pool = pool
         self._clock = clock
         self._gate = FairGate(pool.get_max_size())
+        self._kept: list[Any] = []
+        self._closing = False
 
     @property
     def pool(self) -> asyncpg.Pool:
-        """The pool, for statements outside the named blocks (tests, readiness, metrics)."""
+        """The pool, for tests that need it whole. Connections kept here are not among its
+        idle ones: take a connection with :meth:`connection` instead of ``pool.acquire``."""
         return self._pool
 
     @property
@@ -45,14 +61,28 @@ class Database:
     def now_s(self) -> int:
         return seconds(self._clock.now_ns())
 
+    async def _take(self) -> Any:
+        return self._kept.pop() if self._kept else await self._pool.acquire()
+
+    async def _give_back(self, conn: Any, clean: bool) -> None:
+        if clean and not self._closing and not conn.is_in_transaction() and not conn.is_closed():
+            self._kept.append(conn)
+        else:
+            await self._pool.release(conn)
+
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[asyncpg.Connection]:
         """A pooled connection without a transaction (a single read of several steps)."""
         await self._gate.acquire()
         try:
             with translated():
-                async with self._pool.acquire() as conn:
+                conn = await self._take()
+                clean = False
+                try:
                     yield conn
+                    clean = True
+                finally:
+                    await self._give_back(conn, clean)
         finally:
             self._gate.release()
 
@@ -68,8 +98,14 @@ class Database:
         await self._gate.acquire()
         try:
             with translated():
-                async with self._pool.acquire() as conn:
-                    return await getattr(conn, method)(q(name), *args)
+                conn = self._kept.pop() if self._kept else await self._pool.acquire()
+                clean = False
+                try:
+                    result = await getattr(conn, method)(q(name), *args)
+                    clean = True
+                    return result
+                finally:
+                    await self._give_back(conn, clean)
         finally:
             self._gate.release()
 
@@ -85,12 +121,27 @@ class Database:
     async def execute(self, name: str, *args: Any) -> str:
         return await self._one("execute", name, args)
 
+    async def probe(self, name: str, *args: Any, timeout: float) -> asyncpg.Record | None:
+        """``fetchrow`` outside the gate's line (readiness asks whether a statement runs now,
+        not how long the queue is), cancelled server-side after ``timeout`` seconds. Its
+        connection always goes back to the pool, where a holder may be waiting for it: one
+        kept here would not wake that holder."""
+        conn = await self._take()
+        try:
+            return await conn.fetchrow(q(name), *args, timeout=timeout)
+        finally:
+            await self._pool.release(conn)
+
     async def close(self) -> None:
+        self._closing = True
+        kept, self._kept = self._kept, []
+        for conn in kept:
+            await self._pool.release(conn)
         await self._pool.close()
 
     def pool_stats(self) -> tuple[int, int]:
         """(open connections, idle connections) of the pool, for the metrics gauge."""
-        return self._pool.get_size(), self._pool.get_idle_size()
+        return self._pool.get_size(), self._pool.get_idle_size() + len(self._kept)
 
 
 def row_count(status: str) -> int:

@@ -31,9 +31,7 @@ class PostgresObserve:
         """Run the first statement of every worker request (the token and project gate)
         through the pool, exactly as a request would: same connections, same prepared or
         unnamed statement path. Raises on failure; cancelled server-side after ``timeout_s``."""
-        await self._db.pool.fetchrow(
-            q("worker_gate"), _PROBE_TOKEN, _PROBE_PROJECT, timeout=timeout_s
-        )
+        await self._db.probe("worker_gate", _PROBE_TOKEN, _PROBE_PROJECT, timeout=timeout_s)
 
     async def fold_counts(self) -> int:
         return row_count(await self._db.execute("fold_job_counts"))
