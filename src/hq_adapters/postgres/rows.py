@@ -204,10 +204,12 @@ def claimed(r: asyncpg.Record) -> ClaimedJob:
     )
 
 
+_KNOWN_ROLES = frozenset(r.value for r in Role)
+
+
 def roles(values: list[str] | None) -> tuple[Role, ...]:
     """Stored roles, sorted; unknown strings (never written by us) are ignored."""
-    known = {r.value for r in Role}
-    return tuple(sorted(Role(v) for v in set(values or ()) if v in known))
+    return tuple(sorted(Role(v) for v in set(values or ()) if v in _KNOWN_ROLES))
 
 
 def user(r: asyncpg.Record) -> User:
