@@ -19,6 +19,7 @@ from typing import Any
 
 from hq_apps.api.errors import logged, retry_after, unexpected
 from hq_apps.api.http import JSON_MEDIA_TYPE, encode
+from hq_apps.api.one_write import send_whole, whole_response_cycle
 from hq_apps.api.requestlog import RequestContext
 from hq_apps.api.wire_out import error_envelope
 from hq_apps.api.worker_ops import WorkerOps
@@ -97,5 +98,8 @@ class WorkerFastPath:
             body, status = encode(error_envelope(error)), error.status
         headers += [_JSON, (b"content-length", str(len(body)).encode()), *extra]
         ctx.status = status
+        cycle = whole_response_cycle(send)
+        if cycle is not None and await send_whole(cycle, status, headers, body):
+            return
         await send({"type": "http.response.start", "status": status, "headers": headers})
         await send({"type": "http.response.body", "body": body, "more_body": False})

@@ -19,6 +19,14 @@ held once a response is complete and the protocol may close the connection itsel
 from __future__ import annotations
 
 import asyncio
+import logging
+from typing import Any
+
+from uvicorn.protocols.http.httptools_impl import (
+    HEADER_VALUE_RE,
+    STATUS_LINE,
+    RequestResponseCycle,
+)
 
 from hq_apps.api.header_limit import BoundedHttpToolsProtocol
 
@@ -80,3 +88,62 @@ class TrackerHttpProtocol(BoundedHttpToolsProtocol):
                 complete()
 
             cycle.on_response = on_response
+
+
+def _access_line_due(cycle: RequestResponseCycle) -> bool:
+    """Whether uvicorn's ``send`` would write an access log line (``tracker serve`` disables
+    that logger: the request log is ours)."""
+    logger = cycle.access_logger
+    return cycle.access_log and not logger.disabled and logger.isEnabledFor(logging.INFO)
+
+
+def whole_response_cycle(send: Any) -> RequestResponseCycle | None:
+    """The cycle behind an ASGI ``send`` when :func:`send_whole` may answer for it: the
+    request came through :class:`TrackerHttpProtocol` (its writes held) and nothing wraps
+    ``send``. ``None`` anywhere else (tests calling the app directly, another server)."""
+    cycle = getattr(send, "__self__", None)
+    if type(cycle) is RequestResponseCycle and type(cycle.transport) is HeldWriteTransport:
+        return cycle
+    return None
+
+
+async def send_whole(
+    cycle: RequestResponseCycle, status: int, headers: list[tuple[bytes, bytes]], body: bytes
+) -> bool:
+    """``http.response.start`` then ``http.response.body`` (complete, ``content-length`` in
+    ``headers``) as uvicorn's cycle would send them, in one step.
+
+    uvicorn's ``send`` checks every header against two regular expressions and re-reads it
+    for the framing headers: for the worker routes' dozen headers that was ~7 % of the
+    tracker's CPU per request (benchmarks/notes/optimisations.md, row 29). The caller's
+    names are lower-case constants and its values digits or constants, except the client's
+    ``x-request-id``; a value uvicorn would refuse returns ``False`` with nothing sent, and
+    the caller sends the ordinary way (which fails as uvicorn fails). The bytes written are
+    uvicorn's: tests/unit/api/test_one_write.py compares them."""
+    if cycle.flow.write_paused and not cycle.disconnected:
+        await cycle.flow.drain()
+    if cycle.disconnected:
+        return True
+    if cycle.response_started or _access_line_due(cycle):
+        return False
+    parts = [STATUS_LINE[status]]
+    for name, value in cycle.default_headers:
+        parts += (name.lower(), b": ", value, b"\r\n")
+    for name, value in headers:
+        if HEADER_VALUE_RE.search(value):
+            return False
+        parts += (name, b": ", value, b"\r\n")
+    if not cycle.keep_alive:
+        parts.append(b"connection: close\r\n")
+    parts += (b"\r\n", body)
+    cycle.response_started = True
+    cycle.waiting_for_100_continue = False
+    cycle.chunked_encoding = False
+    cycle.expected_content_length = 0
+    cycle.transport.write(b"".join(parts))
+    cycle.response_complete = True
+    cycle.message_event.set()
+    if not cycle.keep_alive:
+        cycle.transport.close()
+    cycle.on_response()
+    return True

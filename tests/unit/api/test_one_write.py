@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 import time
 from collections.abc import Iterator
@@ -10,7 +11,12 @@ from typing import Any
 
 import pytest
 
-from hq_apps.api.one_write import HeldWriteTransport, TrackerHttpProtocol
+from hq_apps.api.one_write import (
+    HeldWriteTransport,
+    TrackerHttpProtocol,
+    send_whole,
+    whole_response_cycle,
+)
 from tests.unit.api.live import uvicorn_in_thread
 
 
@@ -166,3 +172,80 @@ def test_a_head_response_is_written_when_it_completes(server: tuple[str, int]) -
     while not WRITTEN_BY_THE_END and time.monotonic() < deadline:
         time.sleep(0.01)
     assert WRITTEN_BY_THE_END == [1]
+
+
+WHOLE: list[bool] = []  # what each send_whole call returned
+
+
+async def _whole_app(scope: dict, receive: Any, send: Any) -> None:
+    """The same response sent whole (``/whole``) or the ASGI way (anything else)."""
+    if scope["type"] != "http":
+        return
+    while (await receive()).get("more_body"):
+        pass
+    headers_in = dict(scope["headers"])
+    rid = b"a\x01b" if b"x-bad" in headers_in else headers_in.get(b"x-request-id", b"none")
+    body = b'{"ok":true}'
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"x-request-id", rid),
+        (b"x-frame-options", b"SAMEORIGIN"),
+    ]
+    cycle = whole_response_cycle(send)
+    if scope["path"] == "/whole":
+        assert cycle is not None
+        sent = await send_whole(cycle, 429, headers, body)
+        WHOLE.append(sent)
+        if sent:
+            return
+    await send({"type": "http.response.start", "status": 429, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+@pytest.fixture(scope="module")
+def whole_server() -> Iterator[tuple[str, int]]:
+    with uvicorn_in_thread(
+        _whole_app, http=TrackerHttpProtocol, loop="asyncio", access_log=False
+    ) as addr:
+        yield addr
+
+
+def _exchange(addr: tuple[str, int], request: bytes, count: int) -> bytes:
+    with socket.create_connection(addr, timeout=10) as c:
+        c.sendall(request)
+        out = b""
+        while out.count(b'{"ok":true}') < count:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+    return re.sub(rb"date: [^\r]*\r\n", b"date: -\r\n", out)
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"HTTP/1.1\r\nhost: t\r\nx-request-id: abc",
+        b"HTTP/1.1\r\nhost: t\r\nconnection: close",
+        b"HTTP/1.0\r\nhost: t",
+        b"HTTP/1.1\r\nhost: t\r\nx-bad: 1",  # a value uvicorn refuses: the ASGI way fails alike
+    ],
+)
+def test_a_whole_response_is_the_bytes_uvicorn_sends(
+    whole_server: tuple[str, int], head: bytes
+) -> None:
+    WHOLE.clear()
+    request = b"POST /%s %s\r\ncontent-length: 2\r\n\r\n{}"
+    whole = _exchange(whole_server, request % (b"whole", head) * 2, 2)
+    plain = _exchange(whole_server, request % (b"plain", head) * 2, 2)
+    assert whole == plain
+    if b"x-bad" in head:
+        assert WHOLE == [False] and whole == b""  # uvicorn closes the connection, both ways
+    elif b"HTTP/1.1\r\nhost: t\r\nx" in head:
+        assert WHOLE == [True, True]  # kept alive: two responses on one connection
+        assert whole.count(b"HTTP/1.1 429 Too Many Requests\r\n") == 2
+        assert b"connection: close" not in whole
+    else:
+        assert WHOLE == [True] and whole.count(b"HTTP/1.1 429") == 1
+        assert b"connection: close\r\n" in whole
