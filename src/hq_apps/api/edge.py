@@ -8,7 +8,7 @@ no-store headers, plus one log line per request.
 
 from __future__ import annotations
 
-import secrets
+import os
 import time
 from typing import Any
 
@@ -82,7 +82,7 @@ class HqLitestar(Litestar):
             await super().__call__(scope, receive, send)
             return
         rid_raw = _first_header(scope, b"x-request-id")
-        rid = rid_raw.decode("latin-1") if rid_raw else secrets.token_hex(16)
+        rid = rid_raw.decode("latin-1") if rid_raw else os.urandom(16).hex()
         ctx = requestlog.RequestContext(rid, time.perf_counter())
         scope[requestlog.SCOPE_KEY] = ctx
         rid_header = (b"x-request-id", rid.encode("latin-1"))

@@ -13,6 +13,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 from litestar import Response
+from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
 from hq_domain.errors import HqError, InvalidRequest
 from hq_domain.validation import DEPTH_MESSAGE
@@ -83,19 +84,37 @@ async def read_body(request: Incoming, limit: int = MAX_JSON_BODY) -> bytes:
         raise InvalidRequest(f"request body exceeds {limit} bytes")
     chunks = bytearray()
     receive = request.receive
+    if _arrived(receive):  # nothing to wait for, so no timer (~3 % of a worker request)
+        body = _take(await receive(), chunks, limit)
+        if body is not None:
+            return body
     try:
         async with asyncio.timeout(READ_TIMEOUT_S):
             while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    raise InvalidRequest("invalid JSON body: unexpected EOF")
-                chunks += message.get("body", b"")
-                if len(chunks) > limit:
-                    raise InvalidRequest(f"request body exceeds {limit} bytes")
-                if not message.get("more_body", False):
-                    return bytes(chunks)
+                body = _take(await receive(), chunks, limit)
+                if body is not None:
+                    return body
     except TimeoutError:
         raise InvalidRequest("invalid JSON body: read timeout") from None
+
+
+def _arrived(receive: Any) -> bool:
+    """Whether uvicorn's request cycle behind ``receive`` already holds the whole body (its
+    next ``receive()`` returns at once)."""
+    cycle = getattr(receive, "__self__", None)
+    return type(cycle) is RequestResponseCycle and not cycle.more_body
+
+
+def _take(message: Any, chunks: bytearray, limit: int) -> bytes | None:
+    """Add one ``receive()`` message to ``chunks``: the whole body once it is complete."""
+    if message["type"] == "http.disconnect":
+        raise InvalidRequest("invalid JSON body: unexpected EOF")
+    chunks += message.get("body", b"")
+    if len(chunks) > limit:
+        raise InvalidRequest(f"request body exceeds {limit} bytes")
+    if not message.get("more_body", False):
+        return bytes(chunks)
+    return None
 
 
 def decode_json(raw: bytes, kind: type[T]) -> T:
