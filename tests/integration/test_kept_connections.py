@@ -9,6 +9,7 @@ import asyncio
 import asyncpg
 import pytest
 
+from hq_adapters.postgres import database
 from hq_adapters.postgres.database import Database
 from hq_adapters.postgres.store import keep_session
 from hq_domain.clock import SystemClock
@@ -89,3 +90,16 @@ async def test_close_releases_the_kept_connections(pg_dsn) -> None:
     assert len(database._kept) == 2
     await asyncio.wait_for(database.close(), 10)  # pool.close() waits for every release
     assert database._kept == [] and pool.get_size() == 0
+
+
+async def test_a_kept_connection_the_server_closed_is_replaced_unseen(db: Database) -> None:
+    first = await _pid(db)
+    async with db.pool.acquire() as other:  # the pool's second connection
+        assert await other.fetchval("SELECT pg_terminate_backend($1)", first)
+    for _ in range(100):  # the kept connection notices the server hung up
+        if not database._open(db._kept[0]):
+            break
+        await asyncio.sleep(0.02)
+    assert not database._open(db._kept[0])  # asyncpg took it back to the pool itself
+    assert await db.execute("fold_job_counts")  # a fresh connection, no error
+    assert await _pid(db) != first

@@ -62,10 +62,19 @@ class Database:
         return seconds(self._clock.now_ns())
 
     async def _take(self) -> Any:
-        return self._kept.pop() if self._kept else await self._pool.acquire()
+        """A kept connection, or one from the pool. A kept one the server closed meanwhile
+        (a restart, a failover, a terminated backend) goes back to the pool, which replaces
+        it, as its ``acquire`` would have: the request never sees it."""
+        kept = self._kept
+        while kept:
+            conn = kept.pop()
+            if _open(conn):
+                return conn
+            await self._pool.release(conn)  # a no-op when the pool took it back itself
+        return await self._pool.acquire()
 
     async def _give_back(self, conn: Any, clean: bool) -> None:
-        if clean and not self._closing and not conn.is_in_transaction() and not conn.is_closed():
+        if clean and not self._closing and _open(conn) and not conn.is_in_transaction():
             self._kept.append(conn)
         else:
             await self._pool.release(conn)
@@ -98,7 +107,12 @@ class Database:
         await self._gate.acquire()
         try:
             with translated():
-                conn = self._kept.pop() if self._kept else await self._pool.acquire()
+                kept = self._kept
+                conn = kept.pop() if kept else None
+                if conn is None or not _open(conn):  # :meth:`_take`, its usual case inline
+                    if conn is not None:
+                        await self._pool.release(conn)
+                    conn = await self._take()
                 clean = False
                 try:
                     result = await getattr(conn, method)(q(name), *args)
@@ -142,6 +156,16 @@ class Database:
     def pool_stats(self) -> tuple[int, int]:
         """(open connections, idle connections) of the pool, for the metrics gauge."""
         return self._pool.get_size(), self._pool.get_idle_size() + len(self._kept)
+
+
+def _open(conn: Any) -> bool:
+    """Whether a pool connection is still usable: not closed, and not already taken back by
+    the pool (asyncpg does that itself when the server closes the connection, and the proxy
+    then refuses every call)."""
+    try:
+        return not conn.is_closed()
+    except asyncpg.InterfaceError:
+        return False
 
 
 def row_count(status: str) -> int:
