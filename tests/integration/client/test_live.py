@@ -77,8 +77,13 @@ def test_stolen_lease_is_reported_lost_and_completion_rejected(config, admin: Ad
         ProjectQueue(config, project, clock=lambda: frozen[0], renew=False) as a,
         open_project_queue(config, project) as b,
     ):
+        # Leases end on whole Unix seconds (lease_expires_at): a 1 s lease
+        # taken just before a second turns is over a few ms later, and the second claim would
+        # sweep and take that job again. Claim both just after a second has turned.
+        time.sleep(1.02 - time.time() % 1)
         (renewed,) = a.claim_jobs(1, lease_seconds=1, on_lost=lost.append).jobs
         (completed,) = a.claim_jobs(1, lease_seconds=2).jobs
+        assert completed.job_id != renewed.job_id
         time.sleep(2.2)  # both server leases expired
         stolen = b.claim_jobs(2, lease_seconds=30).jobs
         assert {j.job_id for j in stolen} == {renewed.job_id, completed.job_id}
