@@ -82,7 +82,7 @@ def _call(worker: PostgresWorker, op: str, job) -> Awaitable[Any]:
 
 
 def _worker(
-    store: PostgresStore, clock: ManualClock, script: dict[tuple[int, str], Change],
+    store: PostgresStore, script: dict[tuple[int, str], Change],
     generic: bool = True,
 ) -> tuple[Interleaved, PostgresWorker]:
     db = Interleaved(store.database, script)
@@ -98,10 +98,10 @@ WANT = {"complete": JobStatus.DONE, "fail": JobStatus.FAILED, "extend": JobStatu
 async def test_a_user_enabled_after_the_statement_gets_the_operation(world, op, generic) -> None:
     """Suspended when the statement read it, active again at the re-read: the statement runs
     again and the operation applies, as if the request had come a moment later."""
-    store, clock, job = world
+    store, _, job = world
     await store.put_user("u", UserStatus.SUSPENDED, [Role.WORKER])
     db, worker = _worker(
-        store, clock, {(1, "after"): lambda: store.put_user("u", UserStatus.ACTIVE, [Role.WORKER])},
+        store, {(1, "after"): lambda: store.put_user("u", UserStatus.ACTIVE, [Role.WORKER])},
         generic,
     )
     [result] = await _call(worker, op, job)
@@ -122,14 +122,14 @@ async def test_a_user_enabled_after_the_statement_gets_the_operation(world, op, 
 async def test_the_error_is_the_one_the_re_read_finds(world, op, change, error) -> None:
     """Suspended when the statement read it; at the re-read the user is active again but the
     project is archived (or the user is gone): the error is the re-read's, nothing changes."""
-    store, clock, job = world
+    store, _, job = world
     await store.put_user("u", UserStatus.SUSPENDED, [Role.WORKER])
 
     async def enable_then_change() -> None:
         await store.put_user("u", UserStatus.ACTIVE, [Role.WORKER])
         await change(store)
 
-    db, worker = _worker(store, clock, {(1, "after"): enable_then_change})
+    db, worker = _worker(store, {(1, "after"): enable_then_change})
     with pytest.raises(error):
         await _call(worker, op, job)
     assert db.statements == 1 and not db.script
@@ -144,8 +144,8 @@ async def test_the_error_is_the_one_the_re_read_finds(world, op, change, error) 
 async def test_errors_without_a_race_follow_the_gate_order(world, op) -> None:
     """No change in between: the re-read raises what the statement saw (§1.6 order: the user
     before the project), and the statement runs once."""
-    store, clock, job = world
-    db, worker = _worker(store, clock, {})
+    store, _, job = world
+    db, worker = _worker(store, {})
     await store.put_project("p", ProjectPut(status="archived", identity_mode="none"))
     await store.put_user("u", UserStatus.SUSPENDED, [Role.WORKER])
     with pytest.raises(PermissionDenied, match=r"^active worker role required$"):
@@ -164,7 +164,7 @@ async def test_errors_without_a_race_follow_the_gate_order(world, op) -> None:
 async def test_a_user_that_keeps_changing_is_an_internal_error(world) -> None:
     """Declined, passing at the re-read, declined again, passing again: the adapter stops
     after one re-run instead of looping (the API answers 500 internal_error)."""
-    store, clock, job = world
+    store, _, job = world
 
     def to(status: UserStatus) -> Change:
         return lambda: store.put_user("u", status, [Role.WORKER])
@@ -175,7 +175,7 @@ async def test_a_user_that_keeps_changing_is_an_internal_error(world) -> None:
         (2, "before"): to(UserStatus.SUSPENDED),
         (2, "after"): to(UserStatus.ACTIVE),
     }
-    db, worker = _worker(store, clock, script)
+    db, worker = _worker(store, script)
     with pytest.raises(RuntimeError, match="changed"):
         await _call(worker, "complete", job)
     assert db.statements == 2 and not db.script
