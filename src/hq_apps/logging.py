@@ -27,8 +27,8 @@ def _timestamp(created: float) -> str:
     global _last_second
     second, text = _last_second  # one read: the pair is replaced whole, never edited
     if second != int(created):
-        text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created))
-        _last_second = (int(created), text)
+        second, text = int(created), time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(created))
+        _last_second = (second, text)
     return text
 
 

@@ -107,12 +107,8 @@ class Database:
         await self._gate.acquire()
         try:
             with translated():
-                kept = self._kept
-                conn = kept.pop() if kept else None
-                if conn is None or not _open(conn):  # :meth:`_take`, its usual case inline
-                    if conn is not None:
-                        await self._pool.release(conn)
-                    conn = await self._take()
+                kept = self._kept  # :meth:`_take`'s usual case inline, the rest left to it
+                conn = kept.pop() if kept and _open(kept[-1]) else await self._take()
                 clean = False
                 try:
                     result = await getattr(conn, method)(q(name), *args)

@@ -55,6 +55,12 @@ _principals: dict[tuple[str, str, tuple[str, ...]], Principal] = {}
 _projects: dict[str, Project] = {}
 
 
+def _remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(memo) >= MEMO_ENTRIES:
+        memo.clear()
+    memo[key] = value
+
+
 def principal_of(r: asyncpg.Record) -> Principal | None:
     user_id = r["user_id"]
     if user_id is None:
@@ -63,9 +69,7 @@ def principal_of(r: asyncpg.Record) -> Principal | None:
     found = _principals.get(key)
     if found is None:
         found = Principal(user_id, UserStatus(key[1]), frozenset(rows.roles(r["user_roles"])))
-        if len(_principals) >= MEMO_ENTRIES:
-            _principals.clear()
-        _principals[key] = found
+        _remember(_principals, key, found)
     return found
 
 
@@ -80,9 +84,7 @@ def _project_of_json(text: str) -> Project:
             if fields[name] is not None:
                 fields[name] = float(fields[name])
         found = rows.project(fields)
-        if len(_projects) >= MEMO_ENTRIES:
-            _projects.clear()
-        _projects[text] = found
+        _remember(_projects, text, found)
     return found
 
 

@@ -13,8 +13,8 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import msgspec
 from litestar import Response
-from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 
+from hq_apps.api.one_write import cycle_of
 from hq_domain.errors import HqError, InvalidRequest
 from hq_domain.validation import DEPTH_MESSAGE
 
@@ -101,8 +101,8 @@ async def read_body(request: Incoming, limit: int = MAX_JSON_BODY) -> bytes:
 def _arrived(receive: Any) -> bool:
     """Whether uvicorn's request cycle behind ``receive`` already holds the whole body (its
     next ``receive()`` returns at once)."""
-    cycle = getattr(receive, "__self__", None)
-    return type(cycle) is RequestResponseCycle and not cycle.more_body
+    cycle = cycle_of(receive)
+    return cycle is not None and not cycle.more_body
 
 
 def _take(message: Any, chunks: bytearray, limit: int) -> bytes | None:

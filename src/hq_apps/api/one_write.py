@@ -97,14 +97,18 @@ def _access_line_due(cycle: RequestResponseCycle) -> bool:
     return cycle.access_log and not logger.disabled and logger.isEnabledFor(logging.INFO)
 
 
+def cycle_of(channel: Any) -> RequestResponseCycle | None:
+    """uvicorn's request cycle behind an ASGI ``send`` or ``receive`` that nothing wraps;
+    ``None`` anywhere else (tests calling the app directly, another server)."""
+    cycle = getattr(channel, "__self__", None)
+    return cycle if type(cycle) is RequestResponseCycle else None
+
+
 def whole_response_cycle(send: Any) -> RequestResponseCycle | None:
-    """The cycle behind an ASGI ``send`` when :func:`send_whole` may answer for it: the
-    request came through :class:`TrackerHttpProtocol` (its writes held) and nothing wraps
-    ``send``. ``None`` anywhere else (tests calling the app directly, another server)."""
-    cycle = getattr(send, "__self__", None)
-    if type(cycle) is RequestResponseCycle and type(cycle.transport) is HeldWriteTransport:
-        return cycle
-    return None
+    """The cycle behind ``send`` when :func:`send_whole` may answer for it: the request came
+    through :class:`TrackerHttpProtocol` (its writes held)."""
+    cycle = cycle_of(send)
+    return cycle if cycle is not None and type(cycle.transport) is HeldWriteTransport else None
 
 
 async def send_whole(
