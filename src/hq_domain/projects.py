@@ -162,6 +162,8 @@ def validate_client_versions(versions: tuple[str, ...] | list[str] | None) -> tu
                 "client_versions entries must be non-empty, at most 128 bytes, "
                 "and have no surrounding whitespace"
             )
+    if any("\x00" in v for v in versions):  # PostgreSQL text cannot hold U+0000
+        raise InvalidRequest("client_versions entries must not contain U+0000")
     if len(set(versions)) != len(versions):
         raise InvalidRequest("client_versions must be unique")
     return tuple(sorted(versions))

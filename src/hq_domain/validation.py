@@ -52,6 +52,28 @@ def _bounded_text(text: object, max_bytes: int, *, min_bytes: int = 0) -> bool:
     return n is not None and min_bytes <= n <= max_bytes
 
 
+NUL = "\x00"
+"""PostgreSQL's text and jsonb cannot hold U+0000: every client text that is stored is refused
+with a 400 when it holds one (the reference fails such an insert with a 500)."""
+
+
+def holds_nul(value: object) -> bool:
+    """Whether a decoded JSON value holds U+0000 in any string or object key (walked without
+    recursion; callers bound the depth first)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if NUL in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
 def _object_size_ok(obj: object) -> bool:
     try:
         return canonical.size(obj) <= MAX_OBJECT_BYTES
@@ -110,6 +132,7 @@ def validate_job_spec(
         and (hops is None or (hops.__class__ is int and hops >= 0))
         and 0 < len(value) <= _FAST_MAX_VALUE
         and value.isascii()
+        and NUL not in value
         and (id is None or id == "" or is_id(id))
     ):
         # The common shape (an ASCII value, maybe an id): every check below passes, and the
@@ -135,10 +158,14 @@ def checked_job_spec(
         raise InvalidJob("id must be 1-128 ASCII bytes matching [A-Za-z0-9._:-]+")
     if not _bounded_text(value, MAX_VALUE_BYTES, min_bytes=1):
         raise InvalidJob("value must be valid UTF-8 and at most 8192 bytes")
+    if NUL in value:  # type: ignore[operator]
+        raise InvalidJob("value must not contain U+0000")
     if type not in (None, "") and type not in JOB_TYPES:
         raise InvalidJob("type must be seed or asset")
     if via is not None and not _bounded_text(via, MAX_VALUE_BYTES):
         raise InvalidJob("via must be valid UTF-8 and at most 8192 bytes")
+    if via is not None and NUL in via:  # type: ignore[operator]
+        raise InvalidJob("via must not contain U+0000")
     if hops is None:
         hops = 0
     if not isinstance(hops, int) or isinstance(hops, bool) or hops < 0:
@@ -149,6 +176,8 @@ def checked_job_spec(
         raise InvalidJob(f"invalid attr: {DEPTH_MESSAGE}")
     if attr and not _object_size_ok(attr):
         raise InvalidJob("invalid attr: object exceeds 8192 bytes")
+    if attr and holds_nul(attr):
+        raise InvalidJob("invalid attr: must not contain U+0000")
     if random_key is not None and (
         not isinstance(random_key, int)
         or isinstance(random_key, bool)
@@ -220,12 +249,16 @@ def validate_outcome(kind: object, code: object, uri: object, meta: object) -> O
         raise InvalidRequest("outcome code must be between 0 and 999")
     if uri is not None and not _bounded_text(uri, MAX_URI_BYTES):
         raise InvalidRequest("outcome URI exceeds 4096 bytes")
+    if uri is not None and NUL in uri:  # type: ignore[operator]
+        raise InvalidRequest("outcome URI must not contain U+0000")
     if meta is not None and not isinstance(meta, dict):
         raise InvalidRequest("invalid outcome meta: must be a JSON object")
     if meta is not None and _too_deep(meta):
         raise InvalidRequest(f"invalid outcome meta: {DEPTH_MESSAGE}")
     if meta is not None and not _object_size_ok(meta):
         raise InvalidRequest("invalid outcome meta: object exceeds 8192 bytes")
+    if meta is not None and holds_nul(meta):
+        raise InvalidRequest("invalid outcome meta: must not contain U+0000")
     return Outcome(kind=kind, code=code, uri=uri, meta=meta)  # type: ignore[arg-type]
 
 
@@ -234,7 +267,7 @@ def validate_execution_error(code: object, message: object, details: object) -> 
         raise InvalidRequest("execution error code is invalid")
     if message is None:
         message = ""
-    if not _bounded_text(message, MAX_ERROR_MESSAGE_BYTES):
+    if not _bounded_text(message, MAX_ERROR_MESSAGE_BYTES) or NUL in message:  # type: ignore[operator]
         raise InvalidRequest("execution error message is invalid")
     if details is not None and not isinstance(details, dict):
         raise InvalidRequest("invalid execution error details: must be a JSON object")
@@ -242,6 +275,8 @@ def validate_execution_error(code: object, message: object, details: object) -> 
         raise InvalidRequest(f"invalid execution error details: {DEPTH_MESSAGE}")
     if details is not None and not _object_size_ok(details):
         raise InvalidRequest("invalid execution error details: object exceeds 8192 bytes")
+    if details is not None and holds_nul(details):
+        raise InvalidRequest("invalid execution error details: must not contain U+0000")
     return ExecutionError(code=code, message=message, details=details)  # type: ignore[arg-type]
 
 
@@ -252,6 +287,8 @@ def validate_receipt(
         is_id(id)
         and _bounded_text(issuer, 512, min_bytes=1)
         and _bounded_text(object_id, 1024, min_bytes=1)
+        and NUL not in issuer  # type: ignore[operator]
+        and NUL not in object_id  # type: ignore[operator]
         and isinstance(checksum, str)
         and _CHECKSUM_RE.fullmatch(checksum) is not None
         and _is_int(size_bytes)

@@ -1,9 +1,10 @@
 """``source pack``: plain values, one per line, into a source file (spec §3.4).
 
 Lines are encoded straight to their writer form, a 64 KiB input chunk at a time, without
-building a JobSpec per value: a line that decodes as UTF-8 and fits the 8,192-byte line limit
-already passes every JobSpec check except the 32 KiB normalized-size rule, which only a value
-of more than ``_SURELY_SMALL`` bytes can fail; those few go through full validation.
+building a JobSpec per value: a line that decodes as UTF-8, holds no NUL byte and fits the
+8,192-byte line limit already passes every JobSpec check except the 32 KiB normalized-size rule,
+which only a value of more than ``_SURELY_SMALL`` bytes can fail; those few go through full
+validation.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def _value(number: int, raw: bytes, job_id: str | None) -> str:
         raise PackError(
             f"line {number}: value must be valid UTF-8 and at most 8192 bytes"
         ) from None
+    if b"\x00" in raw:  # JobSpec validation's rule, which the short lines below skip
+        raise PackError(f"line {number}: value must not contain U+0000")
     if len(raw) > _SURELY_SMALL:
         try:
             validate_job_spec(value=value, id=job_id)
