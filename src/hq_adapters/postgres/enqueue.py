@@ -28,7 +28,7 @@ from hq_domain.ids import unique_value_digest
 from hq_domain.jobs import JobSpec
 from hq_domain.ports import CommitTurn
 from hq_domain.projects import ClaimOrder, IdentityMode, require_enqueue_allowed
-from hq_domain.validation import check_identity_id
+from hq_domain.validation import check_identity_ids
 
 _EMPTY_SPEC = "{}"
 _TODO = "todo"
@@ -175,8 +175,7 @@ class PostgresEnqueue:
 
     @staticmethod
     def _collapsed(jobs: Sequence[JobSpec], mode: IdentityMode) -> list[JobSpec]:
-        for job in jobs:
-            check_identity_id(job, mode)
+        check_identity_ids(jobs, mode)
         return collapse_batch(jobs, mode)
 
     @staticmethod

@@ -12,7 +12,7 @@ import msgspec
 
 from hq_domain.errors import InvalidJob
 from hq_domain.jobs import JobSpec
-from hq_domain.validation import DEPTH_MESSAGE, validate_job_spec
+from hq_domain.validation import DEPTH_MESSAGE, job_spec
 
 
 class _SourceLine(msgspec.Struct, forbid_unknown_fields=True):
@@ -75,15 +75,10 @@ def parse_job_line(raw: bytes, *, allow_random_key: bool = False) -> JobSpec:
         raise InvalidJob(_explain(raw, exc)) from None
     except RecursionError:
         raise InvalidJob(f"invalid JSON: {DEPTH_MESSAGE}") from None
-    return validate_job_spec(
-        value=line.value,
-        id=line.id,
-        type=line.type,
-        via=line.via,
-        hops=line.hops,
-        attr=line.attr,
-        random_key=line.random_key if allow_random_key else None,  # type: ignore[attr-defined]
-    )
+    return job_spec(
+        line.value, line.id, line.type, line.via, line.hops, line.attr,
+        line.random_key if allow_random_key else None,  # type: ignore[attr-defined]
+    )  # fmt: skip
 
 
 def encode_job_line(spec: JobSpec) -> bytes:

@@ -127,14 +127,7 @@ def project_handlers(store: Store) -> list[HTTPRouteHandler]:
         if project is None:
             raise NotFound("project not found")
         require_enqueue_allowed(project)
-        specs = []
-        for j in body.jobs:
-            spec = v.validate_job_spec(
-                value=j.value, id=j.id, type=j.type, via=j.via,
-                hops=j.hops, attr=j.attr, random_key=j.random_key,
-            )  # fmt: skip
-            v.check_identity_id(spec, project.identity_mode)
-            specs.append(spec)
+        specs = v.validate_jobs(body.jobs, project.identity_mode)
         inserted = await store.enqueue(project_id, specs)
         return json_response(EnqueueOut(project_id, len(specs), inserted))
 
