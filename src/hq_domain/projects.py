@@ -8,6 +8,7 @@ from enum import StrEnum
 
 from hq_domain.errors import InvalidRequest, ProjectNotActive
 from hq_domain.ids import is_id
+from hq_domain.storable import NUL
 
 MAX_CLAIM_JOBS = 256
 """Most jobs one claim may ask for (spec §1.7.11) and a project may allow per claim (§1.7.2)."""
@@ -162,7 +163,7 @@ def validate_client_versions(versions: tuple[str, ...] | list[str] | None) -> tu
                 "client_versions entries must be non-empty, at most 128 bytes, "
                 "and have no surrounding whitespace"
             )
-    if any("\x00" in v for v in versions):  # PostgreSQL text cannot hold U+0000
+    if any(NUL in v for v in versions):
         raise InvalidRequest("client_versions entries must not contain U+0000")
     if len(set(versions)) != len(versions):
         raise InvalidRequest("client_versions must be unique")

@@ -15,6 +15,7 @@ from hq_domain.errors import InvalidJob, InvalidRequest
 from hq_domain.ids import is_id
 from hq_domain.jobs import JOB_TYPES, ArtifactReceipt, ExecutionError, JobSpec, Outcome
 from hq_domain.projects import MAX_CLAIM_JOBS, MAX_LEASE_SECONDS, IdentityMode
+from hq_domain.storable import NUL, holds_nul
 from hq_domain.worker import (
     MAX_BATCH_ITEMS,
     AttemptRef,
@@ -50,28 +51,6 @@ def _bounded_text(text: object, max_bytes: int, *, min_bytes: int = 0) -> bool:
         return False
     n = utf8_len(text)
     return n is not None and min_bytes <= n <= max_bytes
-
-
-NUL = "\x00"
-"""PostgreSQL's text and jsonb cannot hold U+0000: every client text that is stored is refused
-with a 400 when it holds one (the reference fails such an insert with a 500)."""
-
-
-def holds_nul(value: object) -> bool:
-    """Whether a decoded JSON value holds U+0000 in any string or object key (walked without
-    recursion; callers bound the depth first)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if NUL in item:
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return False
 
 
 def _object_size_ok(obj: object) -> bool:

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from hq_domain.errors import InvalidJob, InvalidRequest
 from hq_domain.projects import validate_client_versions
+from hq_domain.storable import holds_nul
 from hq_domain.validation import (
-    holds_nul,
     validate_execution_error,
     validate_job_spec,
     validate_outcome,
