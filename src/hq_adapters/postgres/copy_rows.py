@@ -34,7 +34,7 @@ _INT4_FIELD = struct.Struct(">ii").pack  # length 4, value
 _INT8_FIELD = struct.Struct(">iq").pack  # length 8, value
 _JSONB_VERSION = b"\x01"
 
-# Constant fields first, then the ones that vary per row.
+# Constant fields first, then the ones that vary per row (reset_count takes its default, 0).
 COLUMNS = (
     "project_id", "status", "created_at", "updated_at", "random_queue",
     "spec", "external_id", "unique_value_digest", "value", "random_key",
