@@ -18,6 +18,7 @@ import msgspec
 from hq_adapters.sourcefile.writer import SourceWriter
 from hq_domain.errors import HqError
 from hq_domain.projects import IdentityMode
+from hq_domain.storable import NUL
 from hq_domain.validation import MAX_NORMALIZED_SPEC_BYTES, validate_job_spec
 
 MAX_VALUE_LINE = 8192  # a line with its terminator must fit in 8193 bytes
@@ -60,7 +61,7 @@ def _value(number: int, raw: bytes, job_id: str | None) -> str:
         raise PackError(
             f"line {number}: value must be valid UTF-8 and at most 8192 bytes"
         ) from None
-    if b"\x00" in raw:  # JobSpec validation's rule, which the short lines below skip
+    if NUL in value:  # JobSpec validation's rule, which the short lines below skip
         raise PackError(f"line {number}: value must not contain U+0000")
     if len(raw) > _SURELY_SMALL:
         try:
