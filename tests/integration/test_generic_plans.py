@@ -74,9 +74,15 @@ async def test_function_bodies_are_the_named_blocks(pg_dsn) -> None:
             src, config = await conn.fetchrow(
                 "SELECT prosrc, proconfig FROM pg_proc WHERE proname = $1", f"tracker_{name}"
             )
-            body = src.split("RETURN QUERY\n", 1)[1].rsplit(";\nEND", 1)[0].strip()
+            body = src.rsplit("RETURN QUERY\n", 1)[1].rsplit(";\nEND", 1)[0].strip()
             assert body == _statement(name), f"{name}: replace tracker_{name} in a migration"
             assert sorted(config) == (_CLAIM_CONFIG if name.startswith("claim") else _OP_CONFIG)
+            if name.startswith("claim"):  # ... after the lean claim (0017), when it is ready
+                lean = name.replace("claim_op", "claim_lean")
+                ready = name.replace("claim_op", "claim_lean_ready")
+                assert src.startswith(f"\n#variable_conflict use_column\nBEGIN\nIF EXISTS (\n"
+                                      f"{_statement(ready)}\n) THEN\n"), name
+                assert f"    RETURN QUERY\n{_statement(lean)};\n    RETURN;\nEND IF;\n" in src
         # Claims above GENERIC_PLAN_MAX_ITEMS: the same blocks, planned per execution (0015).
         for name in ("claim_op_fifo", "claim_op_random"):
             src, config = await conn.fetchrow(
@@ -141,6 +147,11 @@ def _walk(plan: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+# The claim functions' parameter types: the lean claim's readiness test binds only some of
+# them, so it is prepared with all of them declared.
+_CLAIM_TYPES = "(text, text[], integer, text[], text, bigint, bigint, text, integer, text[])"
+
+
 async def _explain(conn: asyncpg.Connection, name: str, args: list[Any]) -> list[dict[str, Any]]:
     """Prepare the block ``name`` as its function plans it (a claim with CLAIM_SETTINGS on top
     of the session's FUNCTION_SETTINGS) and EXPLAIN ANALYZE its first execution."""
@@ -148,7 +159,8 @@ async def _explain(conn: asyncpg.Connection, name: str, args: list[Any]) -> list
     for key, value in extra.items():
         await conn.execute(f"SET {key} = {value}")
     try:
-        await conn.execute(f"PREPARE {name} AS {_statement(name)}")
+        types = _CLAIM_TYPES if name.startswith("claim_lean_ready") else ""
+        await conn.execute(f"PREPARE {name}{types} AS {_statement(name)}")
         return await _execute(conn, name, args)
     finally:
         for key in extra:
@@ -309,6 +321,12 @@ async def test_generic_plans_read_only_the_batch_and_the_sweep(pg_dsn) -> None:
                 {queue, "tracker_jobs_expired_order_idx", "tracker_jobs_pkey"},
                 SWEEP + B + 1,
             )
+            # The lean claim (0017): its readiness test probes the expired leases once, and
+            # the claim reads the queue head and the claimed rows' keys.
+            lean = name.replace("claim_op", "claim_lean")
+            ready = await _explain(conn, lean.replace("lean", "lean_ready"), _claim_args(project))
+            _check(ready, {"tracker_jobs_expired_order_idx"}, 1)
+            _check(await _explain(conn, lean, _claim_args(project)[:7]), {queue, "tracker_jobs_pkey"}, B)
         held = await conn.fetch(_HELD, NOW, B)
         ids, attempts = [r["job_id"] for r in held], [r["attempt_id"] for r in held]
         for name, args in _mutations(ids, attempts).items():
@@ -341,7 +359,9 @@ async def test_generic_plans_cached_on_a_young_table_stay_on_the_batch(pg_dsn) -
         await conn.execute(_JOB, "p", "wip", "w", NOW + 300, B)
         held = await conn.fetch(_HELD, NOW, B)
         ids, attempts = [r["job_id"] for r in held], [r["attempt_id"] for r in held]
-        ops = {"claim_op_fifo": _claim_args("p"), **_mutations(ids, attempts), **_ones(ids, attempts)}
+        ops = {"claim_op_fifo": _claim_args("p"), "claim_lean_ready_fifo": _claim_args("p"),
+               "claim_lean_fifo": _claim_args("p")[:7],
+               **_mutations(ids, attempts), **_ones(ids, attempts)}  # fmt: skip
         for name, args in ops.items():  # the first request plans while the table is young
             await _explain(conn, name, args)
             await conn.execute(_RESTORE, NOW + 300, ids)
@@ -358,6 +378,10 @@ async def test_generic_plans_cached_on_a_young_table_stay_on_the_batch(pg_dsn) -
                     "tracker_jobs_pkey",
                 }
                 _check(nodes, allowed, SWEEP + B + 1)
+            elif name == "claim_lean_ready_fifo":
+                _check(nodes, {"tracker_jobs_expired_order_idx"}, 1)
+            elif name == "claim_lean_fifo":
+                _check(nodes, {"tracker_jobs_claim_idx", "tracker_jobs_pkey"}, B)
             else:
                 _check(nodes, {"tracker_jobs_pkey"}, 1 if name.endswith("_one") else B)
             await conn.execute(_RESTORE, NOW + 300, ids)
@@ -419,6 +443,10 @@ async def test_claims_read_their_own_index_when_another_looks_cheaper(
         ):
             nodes = await _explain(conn, name, _claim_args(project, batch))
             _check_queue_read(nodes, queue, SWEEP + batch + 1)
+            if plans == "generic":  # the lean claim (0017) runs only under generic plans
+                lean = name.replace("claim_op", "claim_lean")
+                nodes = await _explain(conn, lean, _claim_args(project, batch)[:7])
+                _check_queue_read(nodes, queue, batch)
     finally:
         await conn.close()
 

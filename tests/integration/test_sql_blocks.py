@@ -77,7 +77,8 @@ def _statement(name: str) -> str:
 
 
 @pytest.mark.parametrize(("fifo", "random"), [("claim_fifo", "claim_random"),
-                                              ("claim_op_fifo", "claim_op_random")])  # fmt: skip
+                                              ("claim_op_fifo", "claim_op_random"),
+                                              ("claim_lean_fifo", "claim_lean_random")])  # fmt: skip
 def test_random_claim_blocks_differ_from_fifo_only_in_their_order(fifo: str, random: str) -> None:
     """The claim statements are written out twice (not parameterised) so each ORDER BY matches
     its partial index; this keeps the two copies from drifting apart. The random copy also
@@ -90,3 +91,9 @@ def test_random_claim_blocks_differ_from_fifo_only_in_their_order(fifo: str, ran
         .replace("'random'", "'fifo'")
     )
     assert as_fifo == _statement(fifo)
+
+
+def test_the_random_lean_claim_is_ready_when_the_fifo_one_would_be_for_a_random_project() -> None:
+    random = _statement("claim_lean_ready_random")
+    assert random.count("'random'") == 1
+    assert random.replace("'random'", "'fifo'") == _statement("claim_lean_ready_fifo")
