@@ -71,6 +71,7 @@ def enqueue_source_command(
     """
     from hq_apps.cli.common import CliError
     from hq_apps.cli.dberrors import DATABASE_ERRORS
+    from hq_apps.collector import bulk_collection
     from hq_apps.wiring import run_fast
     from hq_domain.ids import is_id
 
@@ -87,7 +88,10 @@ def enqueue_source_command(
         raise CliError("enqueue-source: --connections must be between 1 and 16")
     try:
         mode = pooler or os.environ.get("HQ_DATABASE_POOLER", "")
-        result = run_fast(_enqueue_source(url, project_id, input, max_jobs, mode, connections))
+        with bulk_collection():
+            result = run_fast(
+                _enqueue_source(url, project_id, input, max_jobs, mode, connections)
+            )
     except SourceImportFailed as exc:
         raise CliError(f"enqueue-source: {exc}") from None
     except DATABASE_ERRORS:

@@ -60,3 +60,27 @@ def test_enqueue_source_command(pg_dsn: str, tmp_path, capfd, caplog) -> None:
     assert asyncio.run(_todo(pg_dsn)) == 3300  # the first batch was committed
     with pytest.raises(CliError, match="project not found"):
         enqueue_source_command(database_url=pg_dsn, project_id="nope", input=str(path))
+
+
+def test_enqueue_source_imports_under_bulk_collection(pg_dsn: str, tmp_path, monkeypatch) -> None:
+    """The CLI import runs with the collector as hq_apps.collector sets it, and gives it back."""
+    import gc
+
+    from hq_apps.cli import source_import as cli
+    from hq_apps.collector import BULK_YOUNG_THRESHOLD
+
+    asyncio.run(_setup(pg_dsn))
+    path = tmp_path / "s.zst"
+    path.write_bytes(_source(10))
+    seen: list[tuple[int, int]] = []
+    real = cli.import_source
+
+    async def watched(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append((gc.get_threshold()[0], gc.get_freeze_count()))
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "import_source", watched)
+    before = gc.get_threshold()
+    enqueue_source_command(database_url=pg_dsn, project_id="p", input=str(path))
+    assert seen[0][0] == BULK_YOUNG_THRESHOLD and seen[0][1] > 1_000
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
