@@ -13,7 +13,6 @@ from typing import Any
 import asyncpg
 import pytest
 
-from hq_adapters.postgres.migrate import migrate_dsn
 from hq_adapters.postgres.queries import queries
 from hq_adapters.postgres.worker import ALLOWED_STATUSES
 from hq_domain.projects import WorkerOp
@@ -75,7 +74,6 @@ async def _claim(conn: asyncpg.Connection, sql: str, args: list[Any]) -> tuple[A
 async def test_the_lean_claim_claims_what_the_claim_block_claims(
     pg_dsn: str, order: str, max_jobs: int, per_claim: int, accept: list[str], mapped: str | None
 ) -> None:
-    await migrate_dsn(pg_dsn, NOW)
     conn = await asyncpg.connect(pg_dsn, server_settings=_SETTINGS)
     try:
         for user in ("u", "other"):
@@ -117,7 +115,6 @@ async def test_the_lean_claim_claims_what_the_claim_block_claims(
 
 
 async def test_an_expired_lease_takes_the_claim_block_and_is_swept(pg_dsn: str) -> None:
-    await migrate_dsn(pg_dsn, NOW)
     conn = await asyncpg.connect(pg_dsn, server_settings=_SETTINGS)
     try:
         await conn.execute(
