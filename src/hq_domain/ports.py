@@ -15,8 +15,9 @@ from typing import Protocol, TypeVar
 from hq_domain.jobs import Job, JobSpec, JobStatus
 from hq_domain.monitoring import MonitorSnapshot
 from hq_domain.progress import FailureGroup, HistoryPoint, WorkerActivity
-from hq_domain.projects import Project, ProjectPut, ProjectSummary
+from hq_domain.projects import IdentityMode, Project, ProjectPut, ProjectSummary
 from hq_domain.users import Principal, Role, User, UserListItem, UserStatus
+from hq_domain.validation import JobFields
 from hq_domain.worker import (
     AttemptRef,
     ClaimRequest,
@@ -183,6 +184,15 @@ class EnqueuePort(Protocol):
 
         NotFound("project not found"), ProjectNotActive (archived), InvalidJob for the
         identity-mode id rules, IdentityConflict. Any error inserts nothing."""
+        ...
+
+    async def enqueue_fields(
+        self, project_id: str, items: Sequence[JobFields], mode: IdentityMode
+    ) -> int:
+        """Exactly ``enqueue(project_id, validate_jobs(items, mode))``: the same rows and the
+        same error (a job's validation error before the project's). ``mode`` is the
+        project's identity mode as the caller read it (the enqueue route). A store may
+        validate while it inserts; any error still inserts nothing."""
         ...
 
     async def enqueue_batches(

@@ -9,7 +9,7 @@ ManualClock that store reads). An adapter's test module subclasses every class i
 from tests.contract.admin import JobAdminContract, ProjectAdminContract
 from tests.contract.claim import ClaimContract
 from tests.contract.dispatch import ClaimAuditContract, DispatchContract
-from tests.contract.enqueue import EnqueueContract
+from tests.contract.enqueue import EnqueueContract, EnqueueFieldsContract
 from tests.contract.expiry import ExpiryContract
 from tests.contract.monitor import MonitorContract
 from tests.contract.mutations import MutationContract
@@ -24,6 +24,7 @@ ALL_CONTRACTS = (
     DispatchContract,
     ClaimAuditContract,
     EnqueueContract,
+    EnqueueFieldsContract,
     ProjectAdminContract,
     JobAdminContract,
     UsersContract,

@@ -3,11 +3,15 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+
 import pytest
 
 from hq_domain.errors import IdentityConflict, InvalidJob, NotFound, ProjectNotActive
 from hq_domain.identity import CONFLICTING_KEYS, DIFFERENT_SPEC
 from hq_domain.jobs import JobStatus
+from hq_domain.projects import IdentityMode
+from hq_domain.validation import validate_jobs
 from tests.contract.helpers import (
     all_jobs,
     claim,
@@ -239,3 +243,102 @@ class EnqueueContract:
         await put(store, status="archived")
         with pytest.raises(ProjectNotActive):
             await store.enqueue_batches("p1", [[job("v", id="a")]])
+
+
+@dataclass(frozen=True)
+class Fields:
+    """A job as the enqueue route decodes it (hq_domain.validation.JobFields)."""
+
+    value: object
+    id: object = None
+    type: object = None
+    via: object = None
+    hops: object = 0
+    attr: object = None
+    random_key: object = None
+
+
+# Long enough for a store to validate it in pieces (PostgreSQL: 200 jobs at a time).
+FIELDS_BATCH = 450
+BAD_FIELDS = [
+    (Fields(""), "value must be valid UTF-8 and at most 8192 bytes"),
+    (Fields("v", hops=-1), None),
+    (Fields("v", id="x"), "id is allowed only for external_id projects"),
+]
+
+
+def _fields_batch(bad_at: int | None = None, bad: Fields | None = None) -> list[Fields]:
+    items = [Fields(f"https://e/{n}", via="https://e/", hops=n % 3) for n in range(FIELDS_BATCH)]
+    if bad_at is not None and bad is not None:
+        items[bad_at] = bad
+    return items
+
+
+async def _every_job(store, project="p1"):
+    out, after = [], 0
+    while True:
+        page = await store.list_jobs(project, None, after, 200)
+        out += page.jobs
+        if len(page.jobs) < 200:
+            return out
+        after = page.jobs[-1].job_id
+
+
+class EnqueueFieldsContract:
+    """``enqueue_fields`` is ``enqueue(validate_jobs(items, mode))``: the same rows and the
+    same first error, wherever in the batch the invalid job is; any error inserts nothing."""
+
+    @pytest.mark.parametrize("mode", ["none", "external_id", "unique_value"])
+    async def test_valid_batch_stored_as_enqueue_stores_it(self, store, clock, mode):
+        await put(store, "p1", identity_mode=mode)
+        await put(store, "p2", identity_mode=mode)
+        items = _fields_batch()
+        if mode == "external_id":
+            items = [replace(f, id=f"j{n}") for n, f in enumerate(items)]
+        mode_enum = IdentityMode(mode)
+        assert await store.enqueue_fields("p1", items, mode_enum) == FIELDS_BATCH
+        assert await store.enqueue("p2", validate_jobs(items, mode_enum)) == FIELDS_BATCH
+        got, want = await _every_job(store, "p1"), await _every_job(store, "p2")
+        assert [(j.value, j.external_id, j.spec) for j in got] == [
+            (j.value, j.external_id, j.spec) for j in want
+        ]
+        assert await counts(store, "p1") == await counts(store, "p2")
+
+    @pytest.mark.parametrize("bad_at", [0, 199, 200, 201, FIELDS_BATCH - 1])
+    @pytest.mark.parametrize("bad", [b for b, _ in BAD_FIELDS])
+    async def test_invalid_job_raises_its_error_and_inserts_nothing(
+        self, store, clock, bad_at, bad
+    ):
+        await put(store, identity_mode="none")
+        items = _fields_batch(bad_at, bad)
+        with pytest.raises(InvalidJob) as expected:
+            validate_jobs(items, IdentityMode.NONE)
+        with pytest.raises(InvalidJob) as raised:
+            await store.enqueue_fields("p1", items, IdentityMode.NONE)
+        assert str(raised.value) == str(expected.value)
+        assert await _total(store) == 0
+        # and the store goes on as before
+        assert await store.enqueue_fields("p1", _fields_batch(), IdentityMode.NONE) == FIELDS_BATCH
+        assert await _total(store) == FIELDS_BATCH
+
+    async def test_a_jobs_error_comes_before_the_projects(self, store, clock):
+        items = _fields_batch(300, Fields(""))
+        with pytest.raises(InvalidJob, match=r"^value must be valid"):
+            await store.enqueue_fields("nope", items, IdentityMode.NONE)
+        with pytest.raises(NotFound, match=r"^project not found$"):
+            await store.enqueue_fields("nope", _fields_batch(), IdentityMode.NONE)
+        await put(store, status="archived", identity_mode="none")
+        with pytest.raises(InvalidJob, match=r"^value must be valid"):
+            await store.enqueue_fields("p1", items, IdentityMode.NONE)
+        with pytest.raises(ProjectNotActive):
+            await store.enqueue_fields("p1", _fields_batch(), IdentityMode.NONE)
+
+    async def test_a_project_made_again_in_another_mode(self, store, clock):
+        """The caller read ``none``; the project is external_id now: as enqueue would."""
+        await put(store, identity_mode="external_id")
+        with pytest.raises(InvalidJob, match=r"^id is required for external_id projects$"):
+            await store.enqueue_fields("p1", _fields_batch(), IdentityMode.NONE)
+        with_ids = [replace(f, id=f"j{n}") for n, f in enumerate(_fields_batch())]
+        with pytest.raises(InvalidJob, match=r"^id is allowed only for external_id projects$"):
+            await store.enqueue_fields("p1", with_ids, IdentityMode.NONE)
+        assert await _total(store) == 0

@@ -15,6 +15,7 @@ from tests.contract import (
     ClaimContract,
     DispatchContract,
     EnqueueContract,
+    EnqueueFieldsContract,
     ExpiryContract,
     JobAdminContract,
     MonitorContract,
@@ -60,6 +61,7 @@ class TestClaimAuditPostgres(PostgresFixtures, ClaimAuditContract): ...
 
 
 class TestEnqueuePostgres(PostgresFixtures, EnqueueContract): ...
+class TestEnqueueFieldsPostgres(PostgresFixtures, EnqueueFieldsContract): ...
 
 
 class TestProjectAdminPostgres(PostgresFixtures, ProjectAdminContract): ...

@@ -10,6 +10,7 @@ from tests.contract import (
     ClaimContract,
     DispatchContract,
     EnqueueContract,
+    EnqueueFieldsContract,
     ExpiryContract,
     JobAdminContract,
     MonitorContract,
@@ -56,6 +57,7 @@ class TestClaimAuditMemory(MemoryFixtures, ClaimAuditContract): ...
 
 
 class TestEnqueueMemory(MemoryFixtures, EnqueueContract): ...
+class TestEnqueueFieldsMemory(MemoryFixtures, EnqueueFieldsContract): ...
 
 
 class TestProjectAdminMemory(MemoryFixtures, ProjectAdminContract): ...

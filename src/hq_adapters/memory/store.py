@@ -24,8 +24,9 @@ from hq_domain.jobs import Job, JobSpec, JobStatus
 from hq_domain.monitoring import MonitorSnapshot
 from hq_domain.ports import CommitTurn, Gated, JobPage, WorkerMapping
 from hq_domain.progress import FailureGroup, HistoryPoint, WorkerActivity
-from hq_domain.projects import Project, ProjectPut, ProjectSummary
+from hq_domain.projects import IdentityMode, Project, ProjectPut, ProjectSummary
 from hq_domain.users import Principal, Role, User, UserListItem, UserStatus
+from hq_domain.validation import JobFields, validate_jobs
 from hq_domain.worker import (
     AttemptRef,
     ClaimRequest,
@@ -164,6 +165,11 @@ class MemoryStore:
 
     async def enqueue(self, project_id: str, jobs: Sequence[JobSpec]) -> int:
         return await self._run(lambda now: admin_ops.enqueue(self.state, project_id, jobs, now))
+
+    async def enqueue_fields(
+        self, project_id: str, items: Sequence[JobFields], mode: IdentityMode
+    ) -> int:
+        return await self.enqueue(project_id, validate_jobs(items, mode))
 
     async def enqueue_batches(
         self,

@@ -23,13 +23,13 @@ from hq_adapters.postgres import rows
 from hq_adapters.postgres.copy_rows import CopyRows
 from hq_adapters.postgres.database import Database
 from hq_adapters.postgres.queries import q
-from hq_domain.errors import IdentityConflict, NotFound
+from hq_domain.errors import HqError, IdentityConflict, NotFound
 from hq_domain.identity import DIFFERENT_SPEC, DIGEST_COLLISION, assign_random_keys, collapse_batch
 from hq_domain.ids import unique_value_digest
 from hq_domain.jobs import JobSpec
 from hq_domain.ports import CommitTurn
-from hq_domain.projects import ClaimOrder, IdentityMode, require_enqueue_allowed
-from hq_domain.validation import check_identity_ids
+from hq_domain.projects import ClaimOrder, IdentityMode, Project, require_enqueue_allowed
+from hq_domain.validation import JobFields, check_identity_ids, validate_jobs
 
 _EMPTY_SPEC = "{}"
 # Rows per piece of the plain insert's COPY data (about 20 KB of typical jobs).
@@ -70,6 +70,64 @@ class PostgresEnqueue:
 
     async def enqueue(self, project_id: str, jobs: Sequence[JobSpec]) -> int:
         return (await self.enqueue_batches(project_id, [jobs]))[0]
+
+    async def enqueue_fields(
+        self, project_id: str, items: Sequence[JobFields], mode: IdentityMode
+    ) -> int:
+        """``enqueue(project_id, validate_jobs(items, mode))``, with the same rows and error.
+
+        In ``none`` mode no job's validity depends on another's and nothing is collapsed, so
+        the jobs are validated :data:`_CHUNK_ROWS` at a time as the COPY sends them: PostgreSQL
+        inserts the first rows while the rest are checked. Validating all of them first kept
+        about a tenth of an enqueue request (0.8 ms per 1,000 jobs) before the first row went
+        out. An invalid job ends the COPY early and its error is raised after it, so the
+        transaction rolls back and inserts nothing (no CopyFail, hence no cancel request).
+        The identity modes validate first, as :meth:`enqueue`'s callers do."""
+        if mode is not IdentityMode.NONE:
+            return await self.enqueue(project_id, validate_jobs(items, mode))
+        async with self._db.transaction() as conn:
+            try:
+                project = await self._locked_project(conn, project_id)
+            except HqError:
+                validate_jobs(items, mode)  # a job's error comes first, as it would have
+                raise
+            if project.identity_mode is IdentityMode.NONE:
+                random_queue = project.claim_order is ClaimOrder.RANDOM
+                return await self._copy_validating(conn, project_id, random_queue, items)
+        # The project was deleted and made again in another mode since the caller read it.
+        return await self.enqueue(project_id, validate_jobs(items, mode))
+
+    async def _copy_validating(
+        self,
+        conn: asyncpg.Connection,
+        project_id: str,
+        random_queue: bool,
+        items: Sequence[JobFields],
+    ) -> int:
+        """:meth:`_copy_plain` of one ``none``-mode batch, validated piece by piece."""
+        rows = CopyRows(
+            project_id, self._db.now_s(), random_queue, with_ids=False,
+            spec_json=spec_json, empty_spec=_EMPTY_SPEC,
+        )  # fmt: skip
+        invalid: list[HqError] = []
+
+        async def data() -> AsyncIterator[bytes]:
+            for at in range(0, len(items), _CHUNK_ROWS):
+                try:
+                    piece = validate_jobs(items[at : at + _CHUNK_ROWS], IdentityMode.NONE)
+                except HqError as exc:
+                    invalid.append(exc)
+                    break
+                rows.add(piece, IdentityMode.NONE)
+                yield rows.take()
+            yield rows.finish()
+
+        await conn.copy_to_table(
+            "tracker_jobs", source=data(), columns=rows.columns, format="binary"
+        )
+        if invalid:
+            raise invalid[0]
+        return len(items)
 
     async def enqueue_batches(
         self,
@@ -142,11 +200,7 @@ class PostgresEnqueue:
         checked: bool,
     ) -> list[int]:
         """The transaction's work: the project's checks, then the plain or checking insert."""
-        found = await conn.fetchrow(q("enqueue_project"), project_id)
-        if found is None:
-            raise NotFound("project not found")
-        project = rows.project(found)
-        require_enqueue_allowed(project)
+        project = await self._locked_project(conn, project_id)
         mode = project.identity_mode
         # Only a random project's rows enter the random claim index (migration 0016); the
         # row lock above keeps a switch to random from committing before this transaction.
@@ -169,6 +223,16 @@ class PostgresEnqueue:
                 else 0
             )
         return out
+
+    @staticmethod
+    async def _locked_project(conn: asyncpg.Connection, project_id: str) -> Project:
+        """The target project under ``enqueue_project``'s lock, if it takes jobs."""
+        found = await conn.fetchrow(q("enqueue_project"), project_id)
+        if found is None:
+            raise NotFound("project not found")
+        project = rows.project(found)
+        require_enqueue_allowed(project)
+        return project
 
     @staticmethod
     def _collapsed(jobs: Sequence[JobSpec], mode: IdentityMode) -> list[JobSpec]:

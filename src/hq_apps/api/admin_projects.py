@@ -26,7 +26,6 @@ from hq_apps.api.wire_out import (
     admin_job,
     project_summary,
 )
-from hq_domain import validation as v
 from hq_domain.errors import InvalidRequest, NotFound
 from hq_domain.ids import is_id
 from hq_domain.jobs import JobStatus
@@ -127,9 +126,8 @@ def project_handlers(store: Store) -> list[HTTPRouteHandler]:
         if project is None:
             raise NotFound("project not found")
         require_enqueue_allowed(project)
-        specs = v.validate_jobs(body.jobs, project.identity_mode)
-        inserted = await store.enqueue(project_id, specs)
-        return json_response(EnqueueOut(project_id, len(specs), inserted))
+        inserted = await store.enqueue_fields(project_id, body.jobs, project.identity_mode)
+        return json_response(EnqueueOut(project_id, len(body.jobs), inserted))
 
     @get(
         PROJECT + "/jobs",
