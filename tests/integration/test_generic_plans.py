@@ -59,6 +59,24 @@ _CUSTOM_CLAIM_CONFIG = sorted(
 )  # fmt: skip
 
 
+# 0018: the blocks each gated function runs inline, and what their $1, $2 … became there.
+_CLAIM_ARGS = ("$2", "$5", "$6", "$7", "$8", "$9", "$10", "g.user_id", "$11", "$12")
+_ONE_ARGS = ("$2", "$4", "$5", "$6", "$7", "$8", "$9", "g.user_id", "$10")
+_INLINE = {
+    "gated_claim": [
+        (f"claim_lean{part}_{order}", _CLAIM_ARGS)
+        for part in ("", "_ready") for order in ("fifo", "random")
+    ],
+    "gated_complete": [("complete_one", _ONE_ARGS)],
+    "gated_fail": [("fail_one", _ONE_ARGS)],
+    "gated_extend": [("extend_one", ("$2", "$4", "$5", "$6", "$7", "$8", "g.user_id", "$9"))],
+}
+
+
+def _renumbered(text: str, args: Sequence[str]) -> str:
+    return re.sub(r"\$(\d+)", lambda m: args[int(m.group(1)) - 1], text)
+
+
 def _statement(name: str) -> str:
     return "\n".join(
         line for line in queries()[name].splitlines() if not line.lstrip().startswith("--")
@@ -91,14 +109,21 @@ async def test_function_bodies_are_the_named_blocks(pg_dsn) -> None:
             body = src.split("RETURN QUERY\n", 1)[1].rsplit(";\nEND", 1)[0].strip()
             assert body == _statement(name), f"{name}_custom: replace it in a migration"
             assert sorted(config) == _CUSTOM_CLAIM_CONFIG, name
-        # The gated functions read the gate with the gate_row block written into them (0011).
+        # The gated functions read the gate with the gate_row block written into them (0011),
+        # and run the small forms inline, renumbered to their own parameters (0018).
         gate = f"SELECT * INTO g FROM (\n{_statement('gate_row')}\n    ) AS gate;"
+        configs = {"worker_gate": _CONFIG, "gated_claim": _CLAIM_CONFIG}
         for name in ("worker_gate", "gated_claim", "gated_complete", "gated_fail", "gated_extend"):
             src, config = await conn.fetchrow(
                 "SELECT prosrc, proconfig FROM pg_proc WHERE proname = $1", f"tracker_{name}"
             )
-            assert sorted(config) == _CONFIG, name
+            assert sorted(config) == configs.get(name, _OP_CONFIG), name
             assert name == "worker_gate" or gate in src, f"{name}: the gate_row block, verbatim"
+            for block, args in _INLINE.get(name, ()):
+                text = _renumbered(_statement(block), args)
+                if not block.startswith("claim_lean_ready"):
+                    text = text.rsplit("\nSELECT ", 1)[0]  # all but the final SELECT
+                assert text in src, f"{name}: the {block} block, renumbered"
         gone = "SELECT count(*) FROM pg_proc WHERE proname = 'tracker_gate_row'"
         assert await conn.fetchval(gone) == 0
     finally:
