@@ -177,7 +177,8 @@ $fn$;
 
 -- sql/worker_one.sql block gate_row, verbatim.
 -- sql/worker_one.sql block complete_one, renumbered to this function's parameters
--- (complete_one's $1-$9 are $2, $4-$9, the gate's user, $10); its final SELECT adds the gate's columns. A larger batch calls tracker_complete_op as before.
+-- (complete_one's $1-$9 are $2, $4-$9, the gate's user, $10);
+-- its final SELECT adds the gate's columns. A larger batch calls tracker_complete_op as before.
 CREATE OR REPLACE FUNCTION tracker_gated_complete(
     bytea, text, text, text, bigint[], text[], text[], text[], bigint, text[])
 RETURNS TABLE (user_id text, user_status text, user_roles text[], project text,
@@ -245,7 +246,8 @@ $fn$;
 
 -- sql/worker_one.sql block gate_row, verbatim.
 -- sql/worker_one.sql block fail_one, renumbered to this function's parameters
--- (fail_one's $1-$9 are $2, $4-$9, the gate's user, $10); its final SELECT adds the gate's columns. A larger batch calls tracker_fail_op as before.
+-- (fail_one's $1-$9 are $2, $4-$9, the gate's user, $10);
+-- its final SELECT adds the gate's columns. A larger batch calls tracker_fail_op as before.
 CREATE OR REPLACE FUNCTION tracker_gated_fail(
     bytea, text, text, text, bigint[], text[], boolean[], text[], bigint, text[])
 RETURNS TABLE (user_id text, user_status text, user_roles text[], project text,
@@ -318,7 +320,8 @@ $fn$;
 
 -- sql/worker_one.sql block gate_row, verbatim.
 -- sql/worker_one.sql block extend_one, renumbered to this function's parameters
--- (extend_one's $1-$8 are $2, $4-$8, the gate's user, $9); its final SELECT adds the gate's columns. A larger batch calls tracker_extend_op as before.
+-- (extend_one's $1-$8 are $2, $4-$8, the gate's user, $9);
+-- its final SELECT adds the gate's columns. A larger batch calls tracker_extend_op as before.
 CREATE OR REPLACE FUNCTION tracker_gated_extend(
     bytea, text, text, text, bigint[], text[], bigint, bigint, text[])
 RETURNS TABLE (user_id text, user_status text, user_roles text[], project text,
