@@ -4,7 +4,7 @@ the gate read followed by the function they used to call would have.
 Each case runs twice on the same rows, each time in a transaction that is rolled back: once
 through ``tracker_gated_*``, once as the gate_row block followed by the called function
 (``tracker_claim_op_*``, whose lean path of 0017 is the reference for the inline claim, or
-``tracker_*_one``), combined as the gated function combines them. The answer, every column of
+``tracker_*_one`` / ``tracker_*_op``), combined as the gated function combines them. The answer, every column of
 every job, the count deltas and the worker mapping must come out the same.
 """
 
@@ -158,34 +158,40 @@ async def test_gated_claim_as_the_gate_then_the_claim_function(
         await conn.close()
 
 
-ONE = {  # op: (gated function's last arguments, the one-item function's call)
-    "complete": (['{"kind":"success"}'], [None]),
-    "fail": ([True], ['{"kind":"x"}']),
-    "extend": (NOW + 600,),
-}
+# (job ids, attempt ids): worker w holds jobs 1-3 as at_1..at_3, another worker job 4
+BATCHES = [
+    ([1], ["at_1"]), ([2], ["at_2"]), ([1], ["at_wrong"]), ([4], ["at_4"]),
+    ([3, 1, 2], ["at_3", "at_1", "at_2"]),  # out of order
+    ([2, 2, 1], ["at_2", "at_2", "at_1"]),  # a repeated item: the first one applies
+    ([1, 1, 4], ["at_x", "at_1", "at_4"]),  # a stale attempt, then the right one; a foreign job
+    ([5, 6], ["at_5", "at_6"]),  # nothing leased
+]
 
 
 @pytest.mark.parametrize("op", ["complete", "fail", "extend"])
+@pytest.mark.parametrize(("jobs", "attempts"), BATCHES)
 @pytest.mark.parametrize(
-    ("job", "attempt", "status", "mapped", "version"),
-    [(1, "at_1", "active", "u", "v1"), (2, "at_2", "active", None, "v1"),
-     (3, "at_3", "draining", "other", "v1"), (1, "at_wrong", "active", "u", "v1"),
-     (4, "at_4", "active", "u", "v1"), (1, "at_1", "archived", "u", "v1"),
-     (1, "at_1", "active", "u", "v2")],
+    ("status", "mapped", "version"),
+    [("active", "u", "v1"), ("active", None, "v1"), ("draining", "other", "v1"),
+     ("archived", "u", "v1"), ("active", "u", "v2")],
 )  # fmt: skip
-async def test_gated_one_item_forms_as_the_gate_then_the_one_function(
-    pg_dsn: str, op: str, job: int, attempt: str, status: str, mapped: str | None, version: str
-) -> None:
+async def test_gated_item_forms_as_the_gate_then_the_item_function(
+    pg_dsn: str, op: str, jobs: list[int], attempts: list[str], status: str,
+    mapped: str | None, version: str,
+) -> None:  # fmt: skip
     conn = await asyncpg.connect(pg_dsn)
     try:
         await _setup(conn, order="fifo", status=status, mapped=mapped, expired=False)
         now = NOW + 1
         allowed = ALLOWED_STATUSES[WorkerOp(op)]
+        n = len(jobs)
         if op == "extend":
             tail: list[Any] = [now, NOW + 600]
+        elif op == "complete":
+            tail = [[f'{{"kind":"success","n":{i}}}' for i in range(n)], [None] * n, now]
         else:
-            tail = [*ONE[op], now]
-        gated_args = [DIGEST, "p", version, "w", [job], [attempt], *tail, allowed]
+            tail = [[i % 2 == 0 for i in range(n)], [f'{{"kind":"x","n":{i}}}' for i in range(n)], now]
+        gated_args = [DIGEST, "p", version, "w", jobs, attempts, *tail, allowed]
 
         async def gated() -> tuple[Any, ...]:
             marks = ", ".join(f"${n}" for n in range(1, len(gated_args) + 1))
@@ -197,16 +203,21 @@ async def test_gated_one_item_forms_as_the_gate_then_the_one_function(
             head = (g["user_id"], g["user_status"], g["user_roles"], g["project"])
             if not g["passes"]:
                 return (*head, False, None, None)
-            args = ["p", "w", [job], [attempt], *tail, g["user_id"], allowed]
+            args = ["p", "w", jobs, attempts, *tail, g["user_id"], allowed]
             marks = ", ".join(f"${n}" for n in range(1, len(args) + 1))
-            r = await conn.fetchrow(f"SELECT * FROM tracker_{op}_one({marks})", *args)
+            form = "one" if n == 1 else "op"
+            r = await conn.fetchrow(f"SELECT * FROM tracker_{op}_{form}({marks})", *args)
             return (*head, True, r["ok"], r["job_statuses"])
 
         inline = await _rolled_back(conn, gated)
         assert inline == await _rolled_back(conn, composed)
-        if (job, attempt, status, version) == (1, "at_1", "active", "v1"):
+        if (status, version) == ("active", "v1"):
             answer, (_, _, workers) = inline
-            assert answer[5:] == (True, [{"complete": "done", "fail": "todo", "extend": "wip"}[op]])
+            applied = {"complete": "done", "fail": "todo", "extend": "wip"}[op]
+            if (jobs, attempts) == ([1], ["at_1"]):
+                assert answer[5:] == (True, [applied])
+            if (jobs, attempts) == ([2, 2, 1], ["at_2", "at_2", "at_1"]):
+                assert answer[6][1] is None and answer[6][0] is not None
             assert workers == [("w", "u")]
     finally:
         await conn.close()

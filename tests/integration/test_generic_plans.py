@@ -67,9 +67,14 @@ _INLINE = {
         (f"claim_lean{part}_{order}", _CLAIM_ARGS)
         for part in ("", "_ready") for order in ("fifo", "random")
     ],
-    "gated_complete": [("complete_one", _ONE_ARGS)],
-    "gated_fail": [("fail_one", _ONE_ARGS)],
-    "gated_extend": [("extend_one", ("$2", "$4", "$5", "$6", "$7", "$8", "g.user_id", "$9"))],
+    **{
+        f"gated_{op}": [(f"{op}_{form}", args) for form in ("one", "op")]
+        for op, args in (
+            ("complete", _ONE_ARGS),
+            ("fail", _ONE_ARGS),
+            ("extend", ("$2", "$4", "$5", "$6", "$7", "$8", "g.user_id", "$9")),
+        )
+    },
 }
 
 

@@ -7,9 +7,10 @@
 -- statement; the lean claim also tested its conditions and the worker row in two statements.
 -- Now the gated functions carry the settings themselves and run those statements inline: the
 -- lean claim's conditions and the worker-row test in one statement, the lean claim with its
--- aggregate as its final SELECT, and the one-item forms with the gate's columns added to
--- theirs. Everything else (an expired lease to sweep, a refused check, a batch of more than
--- one item) calls the same functions as before, which keep their own blocks and settings.
+-- aggregate as its final SELECT, and the one-item and batch forms of complete, fail and
+-- extend with the gate's columns added to theirs. A claim that is not lean (an expired lease
+-- to sweep, a refused check, a stale order hint) calls tracker_claim_op_* as before; those
+-- functions and the op functions keep their own blocks and settings for their other callers.
 -- PostgreSQL CPU per B=1 claim and completion on one backend: see
 -- benchmarks/notes/optimisations.md, row 38. The statements are the named blocks with their
 -- parameters renumbered; tests/integration/test_generic_plans.py checks each copy.
@@ -176,9 +177,9 @@ END
 $fn$;
 
 -- sql/worker_one.sql block gate_row, verbatim.
--- sql/worker_one.sql block complete_one, renumbered to this function's parameters
--- (complete_one's $1-$9 are $2, $4-$9, the gate's user, $10);
--- its final SELECT adds the gate's columns. A larger batch calls tracker_complete_op as before.
+-- sql/worker_one.sql block complete_one (a batch of one) and sql/worker_ops.sql block complete_op
+-- (a larger one), renumbered: $1-$9 become $2, $4-$9, the gate's user, $10.
+-- Their final SELECTs add the gate's columns.
 CREATE OR REPLACE FUNCTION tracker_gated_complete(
     bytea, text, text, text, bigint[], text[], text[], text[], bigint, text[])
 RETURNS TABLE (user_id text, user_status text, user_roles text[], project text,
@@ -237,17 +238,65 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = g.user_id),
 SELECT g.user_id, g.user_status, g.user_roles, g.project, true,
        EXISTS (SELECT 1 FROM ok), ARRAY[(SELECT d.status FROM done d)];
     ELSE
-        RETURN QUERY SELECT g.user_id, g.user_status, g.user_roles, g.project, true,
-            c.ok, c.job_statuses
-        FROM tracker_complete_op($2, $4, $5, $6, $7, $8, $9, g.user_id, $10) AS c;
+        RETURN QUERY
+WITH u AS (SELECT status, roles FROM tracker_users WHERE id = g.user_id),
+     p AS (SELECT status FROM tracker_projects WHERE id = $2),
+     ok AS (
+        SELECT 1 FROM u, p
+        WHERE tracker_rule_active_worker(u.status, u.roles) AND p.status = ANY ($10::text[])
+     ),
+     w AS (
+        INSERT INTO tracker_workers (worker_id, user_id)
+        SELECT $4, g.user_id FROM ok
+        WHERE NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $4 AND user_id = g.user_id)
+        ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
+        WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
+        RETURNING 1
+     ),
+     input AS (
+        SELECT * FROM unnest($5::bigint[], $6::text[], $7::text[], $8::text[])
+            WITH ORDINALITY AS i(job_id, attempt_id, outcome, receipts, ord)
+     ),
+     firsts AS (
+        SELECT f.*, ($7::text[])[f.ord] AS outcome, ($8::text[])[f.ord] AS receipts
+        FROM tracker_rule_first_items($5::bigint[], $6::text[]) AS f
+     ),
+     locked_done AS (
+        SELECT j.job_id FROM tracker_jobs j
+        WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
+          AND j.job_id = ANY ($5::bigint[])
+          AND (j.project_id = $2) IS TRUE AND j.worker_id = $4 AND j.lease_expires_at > $9
+        ORDER BY j.job_id
+        FOR UPDATE
+     ),
+     done AS (
+        UPDATE tracker_jobs j
+        SET status = 'done', attempt_id = NULL, worker_id = NULL, last_worker_id = j.worker_id, lease_expires_at = NULL,
+            outcome = f.outcome::jsonb, artifact_receipts = f.receipts::jsonb,
+            execution_error = NULL, updated_at = $9, completed_at = $9
+        FROM firsts f
+        WHERE j.job_id = ANY (ARRAY(SELECT job_id FROM locked_done))
+          AND j.job_id = f.job_id AND j.attempt_id = f.attempt_id AND j.worker_id = $4
+          AND j.lease_expires_at > $9
+        RETURNING f.ord, j.status
+     ),
+     counted AS (
+        INSERT INTO tracker_job_count_deltas (project_id, status, n)
+        SELECT $2, s.status, sum(s.n) FROM done d, LATERAL (VALUES ('wip', -1), (d.status, 1)) AS s(status, n)
+        WHERE current_setting('hq.counted', true) = 'on'
+        GROUP BY s.status
+     )
+SELECT g.user_id, g.user_status, g.user_roles, g.project, true,
+       EXISTS (SELECT 1 FROM ok),
+       ARRAY(SELECT d.status FROM input i LEFT JOIN done d ON d.ord = i.ord ORDER BY i.ord);
     END IF;
 END
 $fn$;
 
 -- sql/worker_one.sql block gate_row, verbatim.
--- sql/worker_one.sql block fail_one, renumbered to this function's parameters
--- (fail_one's $1-$9 are $2, $4-$9, the gate's user, $10);
--- its final SELECT adds the gate's columns. A larger batch calls tracker_fail_op as before.
+-- sql/worker_one.sql block fail_one (a batch of one) and sql/worker_ops.sql block fail_op
+-- (a larger one), renumbered: $1-$9 become $2, $4-$9, the gate's user, $10.
+-- Their final SELECTs add the gate's columns.
 CREATE OR REPLACE FUNCTION tracker_gated_fail(
     bytea, text, text, text, bigint[], text[], boolean[], text[], bigint, text[])
 RETURNS TABLE (user_id text, user_status text, user_roles text[], project text,
@@ -311,17 +360,69 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = g.user_id),
 SELECT g.user_id, g.user_status, g.user_roles, g.project, true,
        EXISTS (SELECT 1 FROM ok), ARRAY[(SELECT d.status FROM failed d)];
     ELSE
-        RETURN QUERY SELECT g.user_id, g.user_status, g.user_roles, g.project, true,
-            c.ok, c.job_statuses
-        FROM tracker_fail_op($2, $4, $5, $6, $7, $8, $9, g.user_id, $10) AS c;
+        RETURN QUERY
+WITH u AS (SELECT status, roles FROM tracker_users WHERE id = g.user_id),
+     p AS (SELECT status, max_resets FROM tracker_projects WHERE id = $2),
+     ok AS (
+        SELECT p.max_resets FROM u, p
+        WHERE tracker_rule_active_worker(u.status, u.roles) AND p.status = ANY ($10::text[])
+     ),
+     w AS (
+        INSERT INTO tracker_workers (worker_id, user_id)
+        SELECT $4, g.user_id FROM ok
+        WHERE NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $4 AND user_id = g.user_id)
+        ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
+        WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
+        RETURNING 1
+     ),
+     input AS (
+        SELECT * FROM unnest($5::bigint[], $6::text[], $7::boolean[], $8::text[])
+            WITH ORDINALITY AS i(job_id, attempt_id, retryable, error, ord)
+     ),
+     firsts AS (
+        SELECT f.*, ($7::boolean[])[f.ord] AS retryable, ($8::text[])[f.ord] AS error
+        FROM tracker_rule_first_items($5::bigint[], $6::text[]) AS f
+     ),
+     locked_failed AS (
+        SELECT j.job_id FROM tracker_jobs j
+        WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
+          AND j.job_id = ANY ($5::bigint[])
+          AND (j.project_id = $2) IS TRUE AND j.worker_id = $4 AND j.lease_expires_at > $9
+        ORDER BY j.job_id
+        FOR UPDATE
+     ),
+     failed AS (
+        UPDATE tracker_jobs j
+        SET status = tracker_rule_fail_status(f.retryable, j.reset_count, ok.max_resets),
+            reset_count = CASE WHEN f.retryable THEN j.reset_count + 1 ELSE j.reset_count END,
+            completed_at = CASE
+                WHEN tracker_rule_fail_status(f.retryable, j.reset_count, ok.max_resets) = 'todo'
+                THEN NULL ELSE $9 END,
+            execution_error = f.error::jsonb,
+            attempt_id = NULL, worker_id = NULL, last_worker_id = j.worker_id, lease_expires_at = NULL, updated_at = $9
+        FROM firsts f, ok
+        WHERE j.job_id = ANY (ARRAY(SELECT job_id FROM locked_failed))
+          AND j.job_id = f.job_id AND j.attempt_id = f.attempt_id AND j.worker_id = $4
+          AND j.lease_expires_at > $9
+        RETURNING f.ord, j.status
+     ),
+     counted AS (
+        INSERT INTO tracker_job_count_deltas (project_id, status, n)
+        SELECT $2, s.status, sum(s.n) FROM failed d, LATERAL (VALUES ('wip', -1), (d.status, 1)) AS s(status, n)
+        WHERE current_setting('hq.counted', true) = 'on'
+        GROUP BY s.status
+     )
+SELECT g.user_id, g.user_status, g.user_roles, g.project, true,
+       EXISTS (SELECT 1 FROM ok),
+       ARRAY(SELECT d.status FROM input i LEFT JOIN failed d ON d.ord = i.ord ORDER BY i.ord);
     END IF;
 END
 $fn$;
 
 -- sql/worker_one.sql block gate_row, verbatim.
--- sql/worker_one.sql block extend_one, renumbered to this function's parameters
--- (extend_one's $1-$8 are $2, $4-$8, the gate's user, $9);
--- its final SELECT adds the gate's columns. A larger batch calls tracker_extend_op as before.
+-- sql/worker_one.sql block extend_one (a batch of one) and sql/worker_ops.sql block extend_op
+-- (a larger one), renumbered: $1-$8 become $2, $4-$8, the gate's user, $9.
+-- Their final SELECTs add the gate's columns.
 CREATE OR REPLACE FUNCTION tracker_gated_extend(
     bytea, text, text, text, bigint[], text[], bigint, bigint, text[])
 RETURNS TABLE (user_id text, user_status text, user_roles text[], project text,
@@ -373,9 +474,48 @@ WITH u AS (SELECT status, roles FROM tracker_users WHERE id = g.user_id),
 SELECT g.user_id, g.user_status, g.user_roles, g.project, true,
        EXISTS (SELECT 1 FROM ok), ARRAY[(SELECT d.status FROM extended d)];
     ELSE
-        RETURN QUERY SELECT g.user_id, g.user_status, g.user_roles, g.project, true,
-            c.ok, c.job_statuses
-        FROM tracker_extend_op($2, $4, $5, $6, $7, $8, g.user_id, $9) AS c;
+        RETURN QUERY
+WITH u AS (SELECT status, roles FROM tracker_users WHERE id = g.user_id),
+     p AS (SELECT status FROM tracker_projects WHERE id = $2),
+     ok AS (
+        SELECT 1 FROM u, p
+        WHERE tracker_rule_active_worker(u.status, u.roles) AND p.status = ANY ($9::text[])
+     ),
+     w AS (
+        INSERT INTO tracker_workers (worker_id, user_id)
+        SELECT $4, g.user_id FROM ok
+        WHERE NOT EXISTS (SELECT FROM tracker_workers WHERE worker_id = $4 AND user_id = g.user_id)
+        ON CONFLICT (worker_id) DO UPDATE SET user_id = EXCLUDED.user_id
+        WHERE tracker_workers.user_id IS DISTINCT FROM EXCLUDED.user_id
+        RETURNING 1
+     ),
+     input AS (
+        SELECT * FROM unnest($5::bigint[], $6::text[])
+            WITH ORDINALITY AS i(job_id, attempt_id, ord)
+     ),
+     firsts AS (
+        SELECT * FROM tracker_rule_first_items($5::bigint[], $6::text[])
+     ),
+     locked_extended AS (
+        SELECT j.job_id FROM tracker_jobs j
+        WHERE EXISTS (SELECT 1 FROM ok) AND (SELECT count(*) FROM w) >= 0
+          AND j.job_id = ANY ($5::bigint[])
+          AND (j.project_id = $2) IS TRUE AND j.worker_id = $4 AND j.lease_expires_at > $7
+        ORDER BY j.job_id
+        FOR UPDATE
+     ),
+     extended AS (
+        UPDATE tracker_jobs j
+        SET lease_expires_at = GREATEST(j.lease_expires_at, $8), updated_at = $7
+        FROM firsts f
+        WHERE j.job_id = ANY (ARRAY(SELECT job_id FROM locked_extended))
+          AND j.job_id = f.job_id AND j.attempt_id = f.attempt_id AND j.worker_id = $4
+          AND j.lease_expires_at > $7
+        RETURNING f.ord, j.status
+     )
+SELECT g.user_id, g.user_status, g.user_roles, g.project, true,
+       EXISTS (SELECT 1 FROM ok),
+       ARRAY(SELECT d.status FROM input i LEFT JOIN extended d ON d.ord = i.ord ORDER BY i.ord);
     END IF;
 END
 $fn$;
