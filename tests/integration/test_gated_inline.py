@@ -127,7 +127,7 @@ async def test_gated_claim_as_the_gate_then_the_claim_function(
                       256, ALLOWED_STATUSES[WorkerOp.CLAIM]]  # fmt: skip
 
         async def gated() -> tuple[Any, ...]:
-            marks = ", ".join(f"${n}" for n in range(1, 13))
+            marks = ", ".join(f"${k}" for k in range(1, 13))
             sql = f"SELECT * FROM tracker_gated_claim({marks})"
             return tuple(await conn.fetchrow(sql, *gated_args))
 
@@ -194,7 +194,7 @@ async def test_gated_item_forms_as_the_gate_then_the_item_function(
         gated_args = [DIGEST, "p", version, "w", jobs, attempts, *tail, allowed]
 
         async def gated() -> tuple[Any, ...]:
-            marks = ", ".join(f"${n}" for n in range(1, len(gated_args) + 1))
+            marks = ", ".join(f"${k}" for k in range(1, len(gated_args) + 1))
             sql = f"SELECT * FROM tracker_gated_{op}({marks})"
             return tuple(await conn.fetchrow(sql, *gated_args))
 
@@ -204,7 +204,7 @@ async def test_gated_item_forms_as_the_gate_then_the_item_function(
             if not g["passes"]:
                 return (*head, False, None, None)
             args = ["p", "w", jobs, attempts, *tail, g["user_id"], allowed]
-            marks = ", ".join(f"${n}" for n in range(1, len(args) + 1))
+            marks = ", ".join(f"${k}" for k in range(1, len(args) + 1))
             form = "one" if n == 1 else "op"
             r = await conn.fetchrow(f"SELECT * FROM tracker_{op}_{form}({marks})", *args)
             return (*head, True, r["ok"], r["job_statuses"])
