@@ -14,7 +14,7 @@ the failed plain attempt once, not per batch; a checked batch that finds none cl
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence, Set
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence, Set
 
 import asyncpg
 import msgspec
@@ -105,26 +105,18 @@ class PostgresEnqueue:
         items: Sequence[JobFields],
     ) -> int:
         """:meth:`_copy_plain` of one ``none``-mode batch, validated piece by piece."""
-        rows = CopyRows(
-            project_id, self._db.now_s(), random_queue, with_ids=False,
-            spec_json=spec_json, empty_spec=_EMPTY_SPEC,
-        )  # fmt: skip
         invalid: list[HqError] = []
 
-        async def data() -> AsyncIterator[bytes]:
+        def pieces() -> Iterator[tuple[Sequence[JobSpec], None]]:
             for at in range(0, len(items), _CHUNK_ROWS):
                 try:
                     piece = validate_jobs(items[at : at + _CHUNK_ROWS], IdentityMode.NONE)
                 except HqError as exc:
                     invalid.append(exc)
-                    break
-                rows.add(piece, IdentityMode.NONE)
-                yield rows.take()
-            yield rows.finish()
+                    return
+                yield piece, None
 
-        await conn.copy_to_table(
-            "tracker_jobs", source=data(), columns=rows.columns, format="binary"
-        )
+        await self._copy(conn, project_id, IdentityMode.NONE, random_queue, pieces(), False)
         if invalid:
             raise invalid[0]
         return len(items)
@@ -277,24 +269,16 @@ class PostgresEnqueue:
         out = [len(batch) for batch in collapsed]
         if not any(out):
             return out
-        rows = CopyRows(
-            project_id, self._db.now_s(), random_queue, with_ids=ids is not None,
-            spec_json=spec_json, empty_spec=_EMPTY_SPEC,
-        )  # fmt: skip
 
-        async def data() -> AsyncIterator[bytes]:
+        def pieces() -> Iterator[tuple[Sequence[JobSpec], Sequence[int] | None]]:
             for n, batch in enumerate(collapsed):
                 own = None if ids is None else ids[n]
                 for at in range(0, len(batch), _CHUNK_ROWS):
                     end = at + _CHUNK_ROWS
-                    rows.add(batch[at:end], mode, None if own is None else own[at:end])
-                    yield rows.take()
-            yield rows.finish()
+                    yield batch[at:end], None if own is None else own[at:end]
 
         try:
-            await conn.copy_to_table(
-                "tracker_jobs", source=data(), columns=rows.columns, format="binary"
-            )
+            await self._copy(conn, project_id, mode, random_queue, pieces(), ids is not None)
         except asyncpg.UniqueViolationError as exc:
             if len(hints) >= _MAX_HINTS:
                 hints.clear()
@@ -303,6 +287,33 @@ class PostgresEnqueue:
             # could be translated into an identity conflict.
             raise _IdentityExists from exc
         return out
+
+    async def _copy(
+        self,
+        conn: asyncpg.Connection,
+        project_id: str,
+        mode: IdentityMode,
+        random_queue: bool,
+        pieces: Iterator[tuple[Sequence[JobSpec], Sequence[int] | None]],
+        with_ids: bool,
+    ) -> None:
+        """One binary COPY of ``pieces`` (rows, and their reserved job ids exactly when
+        ``with_ids``), each encoded (:class:`~hq_adapters.postgres.copy_rows.CopyRows`) and sent
+        as it is taken from ``pieces``."""
+        rows = CopyRows(
+            project_id, self._db.now_s(), random_queue, with_ids=with_ids,
+            spec_json=spec_json, empty_spec=_EMPTY_SPEC,
+        )  # fmt: skip
+
+        async def data() -> AsyncIterator[bytes]:
+            for piece, ids in pieces:
+                rows.add(piece, mode, ids)
+                yield rows.take()
+            yield rows.finish()
+
+        await conn.copy_to_table(
+            "tracker_jobs", source=data(), columns=rows.columns, format="binary"
+        )
 
     async def _insert_checked(
         self,
