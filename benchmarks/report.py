@@ -14,7 +14,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.compare.summary import aggregate, fmt_num, fmt_ratio, ratio
+from benchmarks.compare.summary import (
+    aggregate,
+    fmt_num,
+    fmt_range,
+    fmt_ratio,
+    paired_ratios,
+    ratio,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 OURS, REF = "ours", "ref"
@@ -112,6 +119,40 @@ class View:
         ]
         return f"{min(values):.1f}–{max(values):.1f}" if values else "–"
 
+    def probes(self, scenario: str, case: str) -> str:
+        """The speed probe's range over the case's runs (ms; higher is a slower machine)."""
+        return fmt_range(
+            (r.get("speed_probe_ms") for r in self.runs
+             if r["scenario"] == scenario and r["case"] == case), 2
+        )  # fmt: skip
+
+    def pair_spread(self, scenario: str, case: str, metric: str, mode: str = DIRECT) -> str:
+        """`` (lo–hi)``: the single interleaved pairs' ratios, when there are two or more."""
+        pairs = paired_ratios(self.runs, scenario, case, mode, metric)
+        return f" ({fmt_range(pairs, 2)})" if len(pairs) > 1 else ""
+
+
+def machine_speed_lines(v: View) -> list[str]:
+    """The machine's own speed over the run (benchmarks/compare/machine_speed.py); nothing
+    for results recorded before the harness took these readings."""
+    probes = sorted(r["speed_probe_ms"] for r in v.runs if r.get("speed_probe_ms"))
+    steals = [r["steal_pct"] for r in v.runs if r.get("steal_pct") is not None]
+    if not probes:
+        return []
+    median = probes[len(probes) // 2]
+    line = (
+        f"* Machine speed: a fixed single-threaded workload (SHA-256 of 4 MiB, best of 3) "
+        f"timed before every run took {median:.2f} ms at the median, {probes[0]:.2f}–"
+        f"{probes[-1]:.2f} ms over the {len(probes)} runs (the slowest "
+        f"{probes[-1] / probes[0]:.2f}× the fastest; higher is a slower machine)"
+    )
+    if steals:
+        line += (
+            f"; steal (CPU time the hypervisor gave elsewhere) {fmt_range(steals, 1, ' %')} "
+            "of the machine's CPU time per run"
+        )
+    return [line + "."]
+
 
 def _parse_case(case: str) -> tuple[int, int]:
     b, w = case.replace("B=", "").replace("W=", "").split()
@@ -165,7 +206,8 @@ def detail_rows(v: View, mode: str = DIRECT) -> list[str]:
                         v.get("claim", case, REF, "jobs_per_s", mode),
                         "jobs_per_s",
                     )
-                ),
+                )
+                + v.pair_spread("claim", case, "jobs_per_s", mode),
                 both("latency_ms.claim.p50"),
                 both("latency_ms.claim.p99"),
                 both("latency_ms.complete.p50"),
@@ -175,6 +217,7 @@ def detail_rows(v: View, mode: str = DIRECT) -> list[str]:
                 " / ".join(_err(e) for e in errs),
                 both("empty_claims", 0),
                 v.loads("claim", case),
+                v.probes("claim", case),
             ]
         )
     header = [
@@ -190,6 +233,7 @@ def detail_rows(v: View, mode: str = DIRECT) -> list[str]:
         "HTTP errors",
         "empty claims",
         "load",
+        "speed probe ms",
     ]
     return table(header, rows)
 
@@ -376,6 +420,7 @@ def render(results: dict[str, Any]) -> str:
         f"({m.get('pg_settings', '')}). Load average (1/5/15 min) {m.get('load_at_start', '?')} at "
         f"the start, {m.get('load_at_end', '?')} at the end; per-cell 1-minute load before/after "
         "each run is in the tables and the JSON.",
+        *machine_speed_lines(v),
         "",
         "## What the reference is",
         "",
@@ -420,7 +465,11 @@ def render(results: dict[str, Any]) -> str:
     out += ["", "### Every cell", ""]
     out += [
         "Each figure is `ours / reference`; CPU is milliseconds per HTTP request (claim or "
-        "complete); empty claims mean the queue ran dry (the cell was starved, its figure is a lower bound); load is the 1-minute load average range over the cell's runs.",
+        "complete); empty claims mean the queue ran dry (the cell was starved, its figure is a "
+        "lower bound); load is the 1-minute load average range over the cell's runs. In "
+        "parentheses after a ratio: the range of the single interleaved pairs' ratios (ours' "
+        "run k against the reference's run k). Speed probe: its range over the cell's runs "
+        "(see *Machine speed* above).",
         "",
     ]
     out += detail_rows(v)

@@ -34,7 +34,7 @@ from typing import Any
 import asyncpg
 
 from benchmarks import env
-from benchmarks.compare import impls, imports, pgbouncer
+from benchmarks.compare import impls, imports, machine_speed, pgbouncer
 from benchmarks.compare.cells import PROJECT, Timing, run_cell
 from benchmarks.loadgen import admin
 
@@ -171,8 +171,10 @@ class Bench:
             "mode": mode,
             "rep": rep,
             "load_before": env.load_average(),
+            "speed_probe_ms": round(machine_speed.speed_probe_ms(), 3),
             "started": time.strftime("%H:%M:%S", time.gmtime()),
         }
+        ticks = machine_speed.cpu_ticks()
         retries = 0
         while True:
             try:
@@ -186,7 +188,8 @@ class Bench:
                     continue
             break
         out["busy_retries"] = retries
-        run = {**base, **out, "load_after": env.load_average()}
+        steal = machine_speed.steal_pct(ticks, machine_speed.cpu_ticks())
+        run = {**base, **out, "load_after": env.load_average(), "steal_pct": steal}
         self.record(run)
         brief = (
             f"{run['jobs_per_s']:,.0f} jobs/s" if "jobs_per_s" in run else

@@ -69,3 +69,31 @@ def fmt_num(value: float | None, digits: int = 0) -> str:
     if value is None:
         return "–"
     return f"{value:,.{digits}f}"
+
+
+def paired_ratios(
+    runs: list[dict[str, Any]], scenario: str, case: str, mode: str, metric: str
+) -> list[float]:
+    """The ratio of each interleaved pair (ours' run k against the reference's run k): how far
+    the single pairs stray from the ratio of the medians. Failed runs pair with nothing."""
+    by_rep: dict[str, dict[int, float]] = defaultdict(dict)
+    for r in runs:
+        if (r["scenario"], r["case"], r["mode"]) != (scenario, case, mode) or r.get("error"):
+            continue
+        value = nested(r, metric)
+        if value is not None:
+            by_rep[r["impl"]][int(r.get("rep", 0))] = value
+    ours, ref = by_rep.get("ours", {}), by_rep.get("ref", {})
+    out = [ratio(ours[k], ref[k], metric) for k in sorted(ours.keys() & ref.keys())]
+    return [x for x in out if x is not None]
+
+
+def fmt_range(values: Iterable[float | None], digits: int = 1, unit: str = "") -> str:
+    """``lo–hi`` of the values present (one value alone, ``–`` for none)."""
+    present = [v for v in values if v is not None]
+    if not present:
+        return "–"
+    lo, hi = min(present), max(present)
+    if f"{lo:.{digits}f}" == f"{hi:.{digits}f}":
+        return f"{lo:.{digits}f}{unit}"
+    return f"{lo:.{digits}f}–{hi:.{digits}f}{unit}"

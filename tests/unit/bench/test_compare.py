@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from benchmarks import report
-from benchmarks.compare import procstat, summary
+from benchmarks.compare import machine_speed, procstat, summary
 from benchmarks.compare.cells import Window
 from benchmarks.compare.cells import summarize as summarize_cell
 from benchmarks.loadgen.http import Connection
@@ -107,9 +107,9 @@ def test_report_renders_the_ratio_grid_targets_and_failures() -> None:
         "machine": {"cpu": "Test CPU", "nproc": "2", "postgresql": "15.9"},
         "runs": [
             _run("ours", 300, 0, load_before="1.00 0 0", load_after="3.50 0 0"),
-            _run("ours", 500, 1),
-            _run("ref", 200, 0),
-            _run("ref", 200, 1),
+            _run("ours", 500, 1, speed_probe_ms=2.5, steal_pct=0.0),
+            _run("ref", 200, 0, speed_probe_ms=2.0, steal_pct=4.25),
+            _run("ref", 200, 1, speed_probe_ms=3.0),
             {**_run("ours", 0, 0), "mode": "pgbouncer", "error": "RuntimeError: boom\nx `y`"},
             {**_run("ref", 150, 0), "mode": "pgbouncer"},
         ],
@@ -117,7 +117,11 @@ def test_report_renders_the_ratio_grid_targets_and_failures() -> None:
     doc = report.render(results)
     assert "| **1** | 400 / 200 (**2.00×**) |" in doc
     assert "Test CPU, 2 cores" in doc and "PostgreSQL 15.9" in doc
-    assert "| B=1 W=4 | 400 / 200 | 2.00× |" in doc
+    assert "| B=1 W=4 | 400 / 200 | 2.00× (1.50–2.50) |" in doc  # the pairs: 300/200, 500/200
+    assert "| 1.0–3.5 | 2.00–3.00 |" in doc  # the cell's load and speed probe ranges
+    assert "took 2.50 ms at the median, 2.00–3.00 ms over the 3 runs" in doc
+    assert "the slowest 1.50× the fastest" in doc and "steal (CPU time" in doc
+    assert "0.0–4.2 % of the machine's CPU time per run" in doc
     assert "1.0–3.5" in doc  # the cell's load range
     assert "claim→complete at B=1 (≥ 1×, 1 cells): met" in doc
     assert "claim B=1 W=4 ours/pgbouncer: `RuntimeError: boom x 'y'`" in doc
@@ -128,6 +132,49 @@ def test_report_renders_the_ratio_grid_targets_and_failures() -> None:
 def test_report_without_reference_shows_ours_only() -> None:
     doc = report.render({"implementations": ["ours"], "runs": [_run("ours", 123, 0)]})
     assert "| **1** | 123 |" in doc and "Targets of issue 12" not in doc
+    assert "Machine speed:" not in doc  # results from before the harness took the probe
+
+
+def test_paired_ratios_pair_run_k_with_run_k_and_skip_failed_runs() -> None:
+    runs = [
+        _run("ours", 300, 0), _run("ref", 100, 0),
+        _run("ours", 200, 1), _run("ref", 400, 1),
+        {**_run("ours", 999, 2), "error": "boom"}, _run("ref", 100, 2),
+        _run("ours", 50, 3),  # no partner
+        {**_run("ref", 1, 0), "case": "B=4 W=4"},  # another cell
+    ]
+    assert summary.paired_ratios(runs, "claim", "B=1 W=4", "direct", "jobs_per_s") == [3.0, 0.5]
+    # a cost: reference over ours
+    cost = [_run("ours", 1, 0, cpu=2.0), _run("ref", 1, 0, cpu=3.0)]
+    assert summary.paired_ratios(cost, "claim", "B=1 W=4", "direct", "cpu") == [1.5]
+
+
+def test_fmt_range() -> None:
+    assert summary.fmt_range([3.0, None, 1.25], 2) == "1.25–3.00"
+    assert summary.fmt_range([2.0, 2.001], 1, " %") == "2.0 %"
+    assert summary.fmt_range([None]) == "–"
+
+
+PROC_STAT = "cpu  100 5 50 800 10 1 4 30 7 0\ncpu0 50 2 25 400 5 0 2 15 3 0\nintr 1 2\n"
+
+
+def test_steal_comes_from_the_first_cpu_line() -> None:
+    assert machine_speed.parse_cpu_line(PROC_STAT) == (1000, 30)  # guest (7) is inside user
+    assert machine_speed.parse_cpu_line("intr 1\n") is None
+    assert machine_speed.steal_pct((1000, 30), (1400, 50)) == pytest.approx(5.0)
+    assert machine_speed.steal_pct((1000, 30), (1000, 30)) is None
+    assert machine_speed.steal_pct(None, (1000, 30)) is None
+
+
+def test_cpu_ticks_reads_a_fake_proc(tmp_path: Path) -> None:
+    (tmp_path / "stat").write_text(PROC_STAT)
+    assert machine_speed.cpu_ticks(tmp_path) == (1000, 30)
+    assert machine_speed.cpu_ticks(tmp_path / "absent") is None
+
+
+def test_the_speed_probe_times_real_work() -> None:
+    probe = machine_speed.speed_probe_ms(rounds=1)
+    assert 0 < probe < 10_000
 
 
 def test_cell_summary_divides_cpu_by_requests_in_the_window() -> None:
