@@ -72,6 +72,8 @@ class View:
         self.runs: list[dict[str, Any]] = results.get("runs", [])
         self.agg = aggregate([r for r in self.runs if not r.get("error")], METRICS)
         self.failed = [r for r in self.runs if r.get("error")]
+        self.probed = any(r.get("speed_probe_ms") for r in self.runs)
+        """Whether the runs carry the machine speed probe (results from before it do not)."""
 
     def get(self, scenario: str, case: str, impl: str, metric: str, mode: str = DIRECT) -> Any:
         row = self.agg.get((scenario, case, mode, impl))
@@ -217,7 +219,7 @@ def detail_rows(v: View, mode: str = DIRECT) -> list[str]:
                 " / ".join(_err(e) for e in errs),
                 both("empty_claims", 0),
                 v.loads("claim", case),
-                v.probes("claim", case),
+                *([v.probes("claim", case)] if v.probed else []),
             ]
         )
     header = [
@@ -233,7 +235,7 @@ def detail_rows(v: View, mode: str = DIRECT) -> list[str]:
         "HTTP errors",
         "empty claims",
         "load",
-        "speed probe ms",
+        *(["speed probe ms"] if v.probed else []),
     ]
     return table(header, rows)
 
@@ -468,8 +470,9 @@ def render(results: dict[str, Any]) -> str:
         "complete); empty claims mean the queue ran dry (the cell was starved, its figure is a "
         "lower bound); load is the 1-minute load average range over the cell's runs. In "
         "parentheses after a ratio: the range of the single interleaved pairs' ratios (ours' "
-        "run k against the reference's run k). Speed probe: its range over the cell's runs "
-        "(see *Machine speed* above).",
+        "run k against the reference's run k)."
+        + (" Speed probe: its range over the cell's runs (see *Machine speed* above)."
+           if v.probed else ""),
         "",
     ]
     out += detail_rows(v)

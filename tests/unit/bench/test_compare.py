@@ -133,6 +133,7 @@ def test_report_without_reference_shows_ours_only() -> None:
     doc = report.render({"implementations": ["ours"], "runs": [_run("ours", 123, 0)]})
     assert "| **1** | 123 |" in doc and "Targets of issue 12" not in doc
     assert "Machine speed:" not in doc  # results from before the harness took the probe
+    assert "speed probe ms" not in doc and "Speed probe:" not in doc
 
 
 def test_paired_ratios_pair_run_k_with_run_k_and_skip_failed_runs() -> None:
