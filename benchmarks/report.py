@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -141,7 +142,7 @@ def machine_speed_lines(v: View) -> list[str]:
     steals = [r["steal_pct"] for r in v.runs if r.get("steal_pct") is not None]
     if not probes:
         return []
-    median = probes[len(probes) // 2]
+    median = statistics.median(probes)
     line = (
         f"* Machine speed: a fixed single-threaded workload (SHA-256 of 4 MiB, best of 3) "
         f"timed before every run took {median:.2f} ms at the median, {probes[0]:.2f}–"
@@ -447,8 +448,9 @@ def render(results: dict[str, Any]) -> str:
         "* **CPU per request**: the tracker's process tree (`/proc/PID/stat` utime+stime of the "
         "server and its live descendants, plus reaped children) and PostgreSQL (the sum over the "
         "backends `pg_stat_activity` lists for the run's database, read from `/proc` at the "
-        "window's edges and every 0.5 s) divided by the requests in the window. CPU is much "
-        "less sensitive than jobs/s to the other work on a shared machine.",
+        "window's edges and every 0.5 s) divided by the requests in the window. CPU is "
+        "less sensitive than jobs/s to the other work on a shared machine, but not immune: a "
+        "vCPU its host slows down spends more CPU time on the same work.",
         "* **Bulk scenarios**: `source pack` of the same generated URLs; `tracker enqueue-source` "
         "of one file (packed by ours) into an `external_id` project, then the same file again "
         "(every job already present); `hqctl enqueue-source` of that file to a live tracker. The "
