@@ -49,6 +49,12 @@ def spec_json(job: JobSpec) -> str:
     return rows.dump(job.spec_fields())
 
 
+def _conflict(found: str, mode: IdentityMode) -> IdentityConflict:
+    """The error for a checking statement's ``conflict`` ('value' or 'spec')."""
+    collision = found == "value" and mode is IdentityMode.UNIQUE_VALUE
+    return IdentityConflict(DIGEST_COLLISION if collision else DIFFERENT_SPEC)
+
+
 class _IdentityExists(Exception):
     """The plain insert met an existing identity: redo the transaction with checks."""
 
@@ -232,20 +238,15 @@ class PostgresEnqueue:
         return collapse_batch(jobs, mode)
 
     @staticmethod
-    def _json_arrays(mode: IdentityMode, batch: list[JobSpec]) -> tuple[str, str, str, str]:
+    def _json_arrays(mode: IdentityMode, batch: list[JobSpec]) -> tuple[str, str, str]:
         """The checking statements' parameters: identities (ids, or value digests in hex),
-        values, random keys and specs, each a JSON array (see enqueue.sql for why)."""
+        values and specs, each a JSON array (see enqueue.sql for why)."""
         values = [j.value for j in batch]
         if mode is IdentityMode.EXTERNAL_ID:
             identities: list[str] = [j.id for j in batch]  # type: ignore[misc]
         else:
             identities = [unique_value_digest(v).hex() for v in values]
-        return (
-            _json(identities),
-            _json(values),
-            _json(assign_random_keys(batch)),
-            _json([spec_json(j) for j in batch]),
-        )
+        return _json(identities), _json(values), _json([spec_json(j) for j in batch])
 
     async def _copy_plain(
         self,
@@ -325,14 +326,23 @@ class PostgresEnqueue:
         hints: set[str],
         ids: list[int] | None,
     ) -> int:
-        identities, values, keys, specs = self._json_arrays(mode, batch)
+        identities, values, specs = self._json_arrays(mode, batch)
         if mode is IdentityMode.EXTERNAL_ID:
+            present = q("enqueue_present_external_id")
             insert, recheck = q("enqueue_insert_external_id"), q("enqueue_conflict_external_id")
         else:
+            present = q("enqueue_present_unique_value")
             insert, recheck = q("enqueue_insert_unique_value"), q("enqueue_conflict_unique_value")
+        # A batch that is all there already (every batch of a re-run) ends with the probe.
+        found = await conn.fetchrow(present, project_id, identities, values, specs)
+        assert found is not None
+        if found["conflict"] is not None:
+            raise _conflict(found["conflict"], mode)
+        if found["present"] == len(batch):
+            return 0
         row = await conn.fetchrow(
-            insert, project_id, identities, values, keys, specs, self._db.now_s(),
-            None if ids is None else _json(ids), random_queue,
+            insert, project_id, identities, values, _json(assign_random_keys(batch)), specs,
+            self._db.now_s(), None if ids is None else _json(ids), random_queue,
         )  # fmt: skip
         assert row is not None
         inserted: int = row["inserted"]
@@ -342,11 +352,7 @@ class PostgresEnqueue:
             # snapshot: compare it now that it is visible.
             conflict = await conn.fetchval(recheck, project_id, identities, values, specs)
         if conflict is not None:
-            raise IdentityConflict(
-                DIGEST_COLLISION
-                if conflict == "value" and mode is IdentityMode.UNIQUE_VALUE
-                else DIFFERENT_SPEC
-            )
+            raise _conflict(conflict, mode)
         if row["present"] == 0:
             hints.discard(project_id)  # the next call may try the plain insert again
         return inserted

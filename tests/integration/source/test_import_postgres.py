@@ -164,6 +164,58 @@ async def test_existing_identity_hint_is_set_and_cleared(store) -> None:
 
 
 @pytest.mark.parametrize("checked", [False, True])
+async def test_a_batch_all_there_already_inserts_nothing_and_keeps_the_hint(store, checked) -> None:
+    """A re-submitted batch, with its jobs in another order: every identity is present and
+    equal, so nothing is inserted, whether the plain insert meets them first or the checking
+    probe answers alone; the project keeps its hint for the next batch."""
+    jobs = specs(1000)
+    assert await store.enqueue("p", jobs) == 1000
+    enqueue = PostgresEnqueue(store.database, existing_identity_hints={"p"} if checked else ())
+    assert await enqueue.enqueue("p", jobs[::-1]) == 0
+    assert "p" in enqueue.existing_identity_hints
+    assert await todo(store) == 1000
+    # One new job among them is inserted, after the probe found the rest.
+    assert await enqueue.enqueue("p", specs(1, start=1000) + jobs[:500]) == 1
+    assert await todo(store) == 1001
+
+
+@pytest.mark.parametrize("checked", [False, True])
+async def test_the_first_conflict_by_position_is_reported(pg_dsn, store, checked) -> None:
+    """Two stored rows differ from a batch: the error is the first one's by position in the
+    batch, in either order. In a unique_value project a stored row with the digest of a
+    different value is a digest collision; one with the same value and another spec is a
+    different spec."""
+    from hq_domain.identity import DIFFERENT_SPEC, DIGEST_COLLISION
+    from hq_domain.ids import unique_value_digest
+
+    await store.put_project("u", ProjectPut(status="active", identity_mode="unique_value"))
+    values = [f"https://example.org/c/{i}" for i in range(40)]
+    collides, other_spec = values[7], values[30]
+    conn = await asyncpg.connect(pg_dsn)
+    try:
+        await conn.execute(
+            _RACE_INSERT, "u", None, unique_value_digest(collides), "collides", "{}"
+        )
+        await conn.execute(
+            _RACE_INSERT, "u", None, unique_value_digest(other_spec), other_spec,
+            '{"via": "https://x/"}',
+        )  # fmt: skip
+    finally:
+        await conn.close()
+    rest = [v for v in values if v not in (collides, other_spec)]
+    enqueue = PostgresEnqueue(store.database, existing_identity_hints={"u"} if checked else ())
+    for first, second, error in (
+        (other_spec, collides, DIFFERENT_SPEC),
+        (collides, other_spec, DIGEST_COLLISION),
+    ):
+        batch = [JobSpec(value=v) for v in [rest[0], first, rest[1], second, *rest[2:]]]
+        with pytest.raises(IdentityConflict) as info:
+            await enqueue.enqueue("u", batch)
+        assert info.value.message == error
+    assert (await store.get_project("u")).job_counts.todo == 2
+
+
+@pytest.mark.parametrize("checked", [False, True])
 @pytest.mark.parametrize("same", [True, False])
 async def test_value_committed_during_the_insert(pg_dsn, store, same, checked) -> None:
     """The same race in a unique_value project: the identity is the value's digest (sent to
