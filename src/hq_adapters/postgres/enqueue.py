@@ -4,9 +4,10 @@ Two ways in. The plain one COPYs the collapsed batches and checks nothing: it is
 (no identity lookups, no speculative insertion, multi-row heap writes) and right whenever every
 identity is new, which the unique indexes prove by not firing. When they do fire (a re-run, a
 resubmitted batch, or another enqueue committing the same identity meanwhile), the
-transaction is redone with the checking statement: one unique-index probe per identity,
-insert of the missing ones with ON CONFLICT DO NOTHING, and comparison of the found ones with
-their stored value and spec in SQL, so existing rows are never shipped to Python.
+transaction is redone with the checking statements: one unique-index probe per identity
+that also compares the found rows with their stored value and spec in SQL (so existing rows
+are never shipped to Python), and, unless every identity was found equal, the insert of the
+missing ones with ON CONFLICT DO NOTHING.
 
 A per-project hint remembers that the last batch met existing identities, so a re-run pays
 the failed plain attempt once, not per batch; a checked batch that finds none clears it.
