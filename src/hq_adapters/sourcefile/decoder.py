@@ -102,7 +102,7 @@ class SourceDecoder:
     def _decompress_piece(self) -> None:
         chunk = self._input.popleft()
         # Views, not copies: slicing a pushed 1 MiB chunk as bytes copied its rest for every
-        # 1 KiB piece (about a tenth of decoding a typical source).
+        # 1 KiB piece (about a tenth of decoding a typical source, benchmarks/notes row 40).
         piece, rest = chunk[:_PIECE], chunk[_PIECE:]
         if rest:
             self._input.appendleft(rest)
@@ -144,8 +144,9 @@ class SourceDecoder:
     def _take_lines(self) -> bool:
         """Parse split lines into the batch until it is full (True) or the lines run out.
 
-        The per-line loop of decoding, so it keeps its state in locals: a method call and a
-        dozen attribute reads per line were a third of decoding a typical source."""
+        The per-line loop of decoding, so it keeps its state in locals instead of a method
+        call and a dozen attribute reads per line; with the views of :meth:`_decompress_piece`
+        a typical source decodes in 4.3 instead of 6.1 µs per job (benchmarks/notes row 40)."""
         lines, pos, end = self._lines, self._line_pos, len(self._lines)
         batch, jobs, max_jobs = self._batch, self.jobs, self._limits.max_jobs
         append, room = batch.append, BATCH_SIZE - len(batch)
