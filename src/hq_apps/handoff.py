@@ -20,14 +20,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import select
 import socket
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
 log = logging.getLogger("hq.tracker")
 
 ACCEPT_POLL_S = 0.2
+# How long a new connection may wait in the parent for a child's channel to drain. A datagram
+# channel queues only net.unix.max_dgram_qlen messages (10 by default): a burst of new
+# connections while both children were busy filled both queues, and the parent closed the
+# connections it could not hand over; a worker saw its request reset (`ReadError`, once in
+# the PgBouncer fault suite on a VM with 25 % steal). Waiting here instead leaves the next
+# connections in the kernel's listen queue until a child catches up.
+HANDOVER_PATIENCE_S = 10.0
 _TOKEN = b"c"
 
 
@@ -95,7 +104,22 @@ class Dispatcher:
                 self._stop.wait(ACCEPT_POLL_S)
                 continue
             with conn:
-                self.hand_over(conn)
+                self.hand_over_patiently(conn)
+
+    def hand_over_patiently(
+        self, conn: socket.socket, patience_s: float = HANDOVER_PATIENCE_S
+    ) -> bool:
+        """:meth:`hand_over`, retried while a ready child's channel is full, for up to
+        ``patience_s``; False (the caller closes it) if none took it by then."""
+        deadline = time.monotonic() + patience_s
+        while not self.hand_over(conn):
+            left = deadline - time.monotonic()
+            channels = [c for i, c in enumerate(self.channels) if c is not None and self._ready(i)]
+            if left <= 0 or not channels or self._stop.is_set():
+                log.warning("no serving process took a new connection: closed")
+                return False
+            select.select([], channels, [], min(left, ACCEPT_POLL_S))
+        return True
 
     def hand_over(self, conn: socket.socket) -> bool:
         """Send ``conn`` to the least busy ready child; False (the caller closes it) if none

@@ -130,3 +130,34 @@ async def test_a_child_adopts_handed_connections_and_counts_them_closed() -> Non
         stop()
         parent_end.close()
         child_end.close()
+
+
+def test_a_full_channel_is_waited_for_not_closed() -> None:
+    """Every ready child's queue is full (a burst of new connections while both were busy):
+    the parent waits for one to drain instead of closing the connection, and gives up only
+    after its patience, or at once when no child is ready."""
+    import threading
+    import time
+
+    d, ends, counts = _dispatcher(1, [True])
+    while True:  # fill child 0's queue
+        a, b = socket.socketpair()
+        with a, b:
+            if not d.hand_over(a):
+                break
+    queued = counts[0]
+    a, b = socket.socketpair()
+    with a, b:
+        started = time.monotonic()
+        assert not d.hand_over_patiently(a, patience_s=0.3)  # nobody drains: it gives up
+        assert time.monotonic() - started >= 0.3
+        threading.Timer(0.3, _received, [ends[0]]).start()  # the child catches up
+        assert d.hand_over_patiently(a, patience_s=5)
+    assert counts[0] == queued + 1
+    ready = [False]
+    d2, _ends2, _counts2 = _dispatcher(1, ready)
+    a, b = socket.socketpair()
+    with a, b:
+        started = time.monotonic()
+        assert not d2.hand_over_patiently(a, patience_s=5)
+        assert time.monotonic() - started < 1
