@@ -33,9 +33,9 @@ ACCEPT_POLL_S = 0.2
 # How long a new connection may wait in the parent for a child's channel to drain. A datagram
 # channel queues only net.unix.max_dgram_qlen messages (10 by default): a burst of new
 # connections while both children were busy filled both queues, and the parent closed the
-# connections it could not hand over; a worker saw its request reset (`ReadError`, once in
-# the PgBouncer fault suite on a VM with 25 % steal). Waiting here instead leaves the next
-# connections in the kernel's listen queue until a child catches up.
+# connections it could not hand over: their workers saw a reset (the likely cause of one
+# `ReadError` in the PgBouncer fault suite on a VM with 25 % steal). Waiting here instead
+# leaves the next connections in the kernel's listen queue until a child catches up.
 HANDOVER_PATIENCE_S = 10.0
 _TOKEN = b"c"
 
