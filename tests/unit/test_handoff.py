@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import socket
+import threading
+import time
 
 from hq_apps.handoff import Dispatcher, adopt_connections, channel_pair, least_busy
 
@@ -136,9 +138,6 @@ def test_a_full_channel_is_waited_for_not_closed() -> None:
     """Every ready child's queue is full (a burst of new connections while both were busy):
     the parent waits for one to drain instead of closing the connection, and gives up only
     after its patience, or at once when no child is ready."""
-    import threading
-    import time
-
     d, ends, counts = _dispatcher(1, [True])
     while True:  # fill child 0's queue
         a, b = socket.socketpair()
