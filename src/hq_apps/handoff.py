@@ -66,6 +66,7 @@ class Dispatcher:
         self._counts = counts
         self._ready = ready
         self.channels: list[socket.socket | None] = [None] * len(counts)
+        self._full: list[socket.socket] = []  # the channels the last hand_over found full
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hq-accept", daemon=True)
 
@@ -114,17 +115,20 @@ class Dispatcher:
         deadline = time.monotonic() + patience_s
         while not self.hand_over(conn):
             left = deadline - time.monotonic()
-            channels = [c for i, c in enumerate(self.channels) if c is not None and self._ready(i)]
-            if left <= 0 or not channels or self._stop.is_set():
+            # Only a full queue drains. A channel that failed otherwise (its child's end is
+            # closed) selects writable at once and would make this loop spin: not waited for.
+            full = self._full
+            if left <= 0 or not full or self._stop.is_set():
                 log.warning("no serving process took a new connection: closed")
                 return False
-            select.select([], channels, [], min(left, ACCEPT_POLL_S))
+            select.select([], full, [], min(left, ACCEPT_POLL_S))
         return True
 
     def hand_over(self, conn: socket.socket) -> bool:
         """Send ``conn`` to the least busy ready child; False (the caller closes it) if none
         could take it."""
         n = len(self.channels)
+        self._full = []
         with self._counts.get_lock():
             counts = [self._counts[i] for i in range(n)]
         available = [self.channels[i] is not None and self._ready(i) for i in range(n)]
@@ -137,9 +141,11 @@ class Dispatcher:
             try:
                 socket.send_fds(channel, [_TOKEN], [conn.fileno()])
                 return True
-            except OSError:  # the child is gone or its channel is full: try the next
+            except OSError as e:  # the child is gone or its channel is full: try the next
                 with self._counts.get_lock():
                     self._counts[i] -= 1
+                if isinstance(e, BlockingIOError):
+                    self._full.append(channel)
         return False
 
 

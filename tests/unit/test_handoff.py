@@ -160,3 +160,33 @@ def test_a_full_channel_is_waited_for_not_closed() -> None:
         started = time.monotonic()
         assert not d2.hand_over_patiently(a, patience_s=5)
         assert time.monotonic() - started < 1
+
+
+def test_a_channel_that_failed_otherwise_is_not_waited_for() -> None:
+    """Only a full queue drains. A ready child whose end of the channel is closed (it died
+    between two polls) fails every send at once and selects writable at once: waiting on it
+    would spin for the whole patience, so the parent gives up on it at once and waits only on
+    channels that were full."""
+    d, ends, _counts = _dispatcher(1, [True])
+    ends[0].close()
+    a, b = socket.socketpair()
+    with a, b:
+        started = time.monotonic()
+        assert not d.hand_over_patiently(a, patience_s=5)
+        assert time.monotonic() - started < 1
+    d2, ends2, counts2 = _dispatcher(2, [True, True])
+    ends2[0].close()
+    counts2[0] = 10**6  # the dead child is tried last, after the full one
+    while True:  # fill child 1's queue
+        a, b = socket.socketpair()
+        with a, b:
+            if not d2.hand_over(a):
+                break
+    queued = counts2[1]
+    a, b = socket.socketpair()
+    with a, b:
+        started = time.monotonic()
+        threading.Timer(0.5, _received, [ends2[1]]).start()  # child 1 catches up
+        assert d2.hand_over_patiently(a, patience_s=5)
+        assert time.monotonic() - started >= 0.4
+    assert counts2[1] == queued + 1
