@@ -134,16 +134,21 @@ async def test_a_child_adopts_handed_connections_and_counts_them_closed() -> Non
         child_end.close()
 
 
+def _hand_over_until_refused(d: Dispatcher) -> None:
+    """Hand new connections over until no child takes one (their queues are full)."""
+    while True:
+        a, b = socket.socketpair()
+        with a, b:
+            if not d.hand_over(a):
+                return
+
+
 def test_a_full_channel_is_waited_for_not_closed() -> None:
     """Every ready child's queue is full (a burst of new connections while both were busy):
     the parent waits for one to drain instead of closing the connection, and gives up only
     after its patience, or at once when no child is ready."""
     d, ends, counts = _dispatcher(1, [True])
-    while True:  # fill child 0's queue
-        a, b = socket.socketpair()
-        with a, b:
-            if not d.hand_over(a):
-                break
+    _hand_over_until_refused(d)  # fills child 0's queue
     queued = counts[0]
     a, b = socket.socketpair()
     with a, b:
@@ -177,11 +182,7 @@ def test_a_channel_that_failed_otherwise_is_not_waited_for() -> None:
     d2, ends2, counts2 = _dispatcher(2, [True, True])
     ends2[0].close()
     counts2[0] = 10**6  # the dead child is tried last, after the full one
-    while True:  # fill child 1's queue
-        a, b = socket.socketpair()
-        with a, b:
-            if not d2.hand_over(a):
-                break
+    _hand_over_until_refused(d2)  # fills child 1's queue
     queued = counts2[1]
     a, b = socket.socketpair()
     with a, b:
