@@ -22,6 +22,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from hq_adapters.postgres.worker import GENERIC_PLAN_MAX_ITEMS
 from hq_domain import lifecycle
 from hq_domain.clock import ManualClock, seconds
 from hq_domain.jobs import ArtifactReceipt, ExecutionError, Job, JobStatus, Outcome
@@ -37,7 +38,7 @@ _SETTINGS = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
-BIG = 20  # items or jobs above GENERIC_PLAN_MAX_ITEMS: the statement runs under a custom plan
+BIG = GENERIC_PLAN_MAX_ITEMS + 4  # items or jobs above it: the statement runs under a custom plan
 # Stale items added to a complete/fail/extend batch: none (the one-item form, migration 0011),
 # one (the batch form under its generic plan), BIG (the batch form under a custom plan).
 _PADS = st.sampled_from([0, 1, BIG])

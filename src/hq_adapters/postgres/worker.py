@@ -73,11 +73,16 @@ _CLAIM_SQL = {ClaimOrder.FIFO: "claim_fifo", ClaimOrder.RANDOM: "claim_random"}
 
 # Batches up to this size run the one-statement forms through their migration-0006 functions,
 # whose plans are cached generic: planning was most of PostgreSQL's work per small request
-# (~0.35 ms for a claim, ~0.3 ms for a complete against ~0.2 / ~0.15 ms of execution). Larger
-# batches keep planning per execution with the actual batch (the pool's force_custom_plan): a
-# generic plan estimates unnest($n) at ten rows and may join the items × items, harmless for
-# 16 items and not for 256. tests/integration/test_generic_plans.py checks the generic shapes.
-GENERIC_PLAN_MAX_ITEMS = 16
+# (~0.35 ms for a claim, ~0.3 ms for a complete against ~0.2 / ~0.15 ms of execution), and at 64
+# items it still cost a third of a request's PostgreSQL CPU (benchmarks/notes/optimisations.md,
+# twentieth session). A generic plan never sees the batch: it estimates unnest($n) at ten rows,
+# and a join over the items could run as items × items. tests/integration/test_generic_plans.py
+# builds every generic plan at this size under misleading statistics and on a young table, and
+# fails on any scan beyond the batch and the sweep bound and on any join filter that grows
+# faster than the batch. At 256 the young-table case failed (the sweep read the global expiry
+# index), so larger batches keep planning per execution with the actual batch (the pool's
+# force_custom_plan).
+GENERIC_PLAN_MAX_ITEMS = 128
 
 
 # (order, generic plan?) → the one-statement claim, through its function either way: both
