@@ -375,7 +375,9 @@ async def test_generic_plans_cached_on_a_young_table_stay_on_the_batch(pg_dsn) -
     something invalidates it. On a young database (never analysed, a few rows: the planner
     guesses 0.5 % of the table per project) every scan must still read only the batch, the
     queue head and the sweep bound once the project has grown. Found by a profile: each B=1
-    complete read all 3,000 jobs of its project through the (project_id, status) index."""
+    complete read all 3,000 jobs of its project through the (project_id, status) index. The
+    young table holds more of the project's leases than the sweep bound: with a few hundred, the
+    full claim's sweep read the global expiry index, filtered by project (migration 0019)."""
     conn = await asyncpg.connect(pg_dsn, server_settings=FUNCTION_SETTINGS)
     try:
         await conn.execute("ALTER TABLE tracker_jobs SET (autovacuum_enabled = off)")
@@ -387,7 +389,7 @@ async def test_generic_plans_cached_on_a_young_table_stay_on_the_batch(pg_dsn) -
             "INSERT INTO tracker_projects (id, status, identity_mode, claim_order, created_at, "
             "updated_at) VALUES ('p', 'active', 'none', 'fifo', 0, 0)"
         )
-        await conn.execute(_JOB, "p", "wip", "w", NOW + 300, B)
+        await conn.execute(_JOB, "p", "wip", "w", NOW + 300, max(B, 2 * SWEEP))
         held = await conn.fetch(_HELD, NOW, B)
         ids, attempts = [r["job_id"] for r in held], [r["attempt_id"] for r in held]
         ops = {"claim_op_fifo": _claim_args("p"), "claim_lean_ready_fifo": _claim_args("p"),
@@ -543,3 +545,25 @@ async def test_rule_functions_are_inlined_in_the_other_worker_statements(pg_dsn)
             await tx.rollback()
         finally:
             await conn.close()
+
+
+async def test_the_global_sweeps_read_the_global_expiry_index(pg_dsn) -> None:
+    """The background sweep and the expired-lease gauge name `worker_id IS NOT NULL`, the part
+    of tracker_jobs_lease_sweep_order_idx's predicate that keeps the claims' sweeps off it
+    (migration 0019): without it they could not use the index at all. On this small table a
+    sequential scan would win, so the test forbids the scans that need no index."""
+    conn = await asyncpg.connect(pg_dsn, server_settings=FUNCTION_SETTINGS)
+    try:
+        await _setup(conn)
+        await conn.execute("ANALYZE tracker_jobs")
+        for name, args in (("sweep_expired", [NOW, 10]), ("expired_wip_all", [NOW])):
+            await conn.execute(f"PREPARE {name} AS {_statement(name)}")
+            text = await conn.fetchval(
+                f"EXPLAIN (FORMAT JSON) EXECUTE {name}({', '.join(map(str, args))})"
+            )
+            scans = [n.get("Index Name") for n in _walk(json.loads(text)[0]["Plan"])
+                     if n.get("Relation Name") == "tracker_jobs" and n["Node Type"] != "ModifyTable"
+                     and n.get("Parent Relationship") != "Inner"]  # fmt: skip
+            assert "tracker_jobs_lease_sweep_order_idx" in scans, (name, scans)
+    finally:
+        await conn.close()

@@ -104,8 +104,9 @@ CREATE INDEX tracker_jobs_claim_random_idx
     ON tracker_jobs (project_id, random_key, job_id) WHERE status = 'todo' AND random_queue;
 CREATE INDEX tracker_jobs_expired_order_idx
     ON tracker_jobs (project_id, lease_expires_at, job_id) WHERE status = 'wip';
+-- 0019: worker_id IS NOT NULL (always true of wip rows) keeps the claims' sweeps off it
 CREATE INDEX tracker_jobs_lease_sweep_order_idx
-    ON tracker_jobs (lease_expires_at, job_id) WHERE status = 'wip';
+    ON tracker_jobs (lease_expires_at, job_id) WHERE status = 'wip' AND worker_id IS NOT NULL;
 CREATE INDEX tracker_jobs_project_job_idx
     ON tracker_jobs (project_id, job_id) WHERE project_id IS NOT NULL;
 CREATE INDEX tracker_jobs_failures_idx

@@ -132,7 +132,8 @@ SELECT p.id AS project_id,
 FROM tracker_projects p
 
 -- name: expired_wip_all
--- Expired, not yet reset leases per project at $1 (s) (the lease sweep index).
+-- Expired, not yet reset leases per project at $1 (s) (the lease sweep index, whose predicate
+-- includes `worker_id IS NOT NULL`: true of every wip row, migration 0019).
 SELECT project_id, count(*) AS n FROM tracker_jobs
-WHERE status = 'wip' AND lease_expires_at <= $1
+WHERE status = 'wip' AND worker_id IS NOT NULL AND lease_expires_at <= $1
 GROUP BY project_id

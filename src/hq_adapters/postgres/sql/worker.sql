@@ -40,9 +40,11 @@ WHERE j.job_id = e.job_id
 -- name: sweep_expired
 -- Background sweep (D2): reset at most $2 expired WIP rows of any project, each with its
 -- project's max_resets. SKIP LOCKED keeps it off rows that claims or completions hold.
+-- `worker_id IS NOT NULL` (true of every wip row) is tracker_jobs_lease_sweep_order_idx's
+-- predicate, which the claims' sweeps cannot imply (migration 0019).
 WITH expired AS (
     SELECT job_id FROM tracker_jobs
-    WHERE status = 'wip' AND lease_expires_at <= $1
+    WHERE status = 'wip' AND worker_id IS NOT NULL AND lease_expires_at <= $1
     ORDER BY lease_expires_at, job_id
     LIMIT $2
     FOR UPDATE SKIP LOCKED
