@@ -43,6 +43,7 @@ from hq_domain.ids import is_id
 from hq_domain.jobs import ClaimedJob
 from hq_domain.ports import Gated
 from hq_domain.projects import (
+    MAX_CLAIM_JOBS,
     ClaimOrder,
     Project,
     ProjectStatus,
@@ -53,6 +54,7 @@ from hq_domain.projects import (
 from hq_domain.users import Principal, UserStatus, require_worker
 from hq_domain.worker import (
     CLAIM_SWEEP_LIMIT,
+    MAX_BATCH_ITEMS,
     UNLIMITED_RETRY_AFTER_MS,
     AttemptRef,
     ClaimRequest,
@@ -79,10 +81,10 @@ _CLAIM_SQL = {ClaimOrder.FIFO: "claim_fifo", ClaimOrder.RANDOM: "claim_random"}
 # and a join over the items could run as items × items. tests/integration/test_generic_plans.py
 # builds every generic plan at this size under misleading statistics and on a young table, and
 # fails on any scan beyond the batch and the sweep bound and on any join filter that grows
-# faster than the batch. At 256 the young-table case failed (the sweep read the global expiry
-# index), so larger batches keep planning per execution with the actual batch (the pool's
-# force_custom_plan).
-GENERIC_PLAN_MAX_ITEMS = 128
+# faster than the batch. This is the largest claim and batch the API accepts (spec §2.4), so
+# every worker request takes this path; the per-execution forms (the pool's force_custom_plan)
+# remain for a PostgresWorker built with a smaller limit.
+GENERIC_PLAN_MAX_ITEMS = max(MAX_CLAIM_JOBS, MAX_BATCH_ITEMS)
 
 
 # (order, generic plan?) → the one-statement claim, through its function either way: both
