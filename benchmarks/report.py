@@ -11,7 +11,7 @@ import argparse
 import json
 import statistics
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -325,11 +325,15 @@ def pooled_rows(v: View) -> list[str]:
     return table(header, rows)
 
 
-def targets(v: View) -> list[str]:
+Check = tuple[str, float, int, list[str]]
+"""One target of issue 12 in one run: (label, floor, cells measured, the cells below it)."""
+
+
+def target_checks(v: View) -> list[Check]:
     """The targets of issue 12, checked against this run's medians."""
     if not v.has_ref():
         return []
-    lines = []
+    found: list[Check] = []
 
     def jr(case: str) -> float | None:
         return ratio(
@@ -339,11 +343,9 @@ def targets(v: View) -> list[str]:
 
     def check(label: str, values: list[tuple[str, float | None]], floor: float) -> None:
         present = [(c, x) for c, x in values if x is not None]
-        if not present:
-            return
-        misses = [f"{c} {x:.2f}×" for c, x in present if x < floor]
-        verdict = "met" if not misses else "not met: " + ", ".join(misses)
-        lines.append(f"* {label} (≥ {floor:g}×, {len(present)} cells): {verdict}")
+        if present:
+            misses = [f"{c} {x:.2f}×" for c, x in present if x < floor]
+            found.append((label, floor, len(present), misses))
 
     cells = v.cells()
     check(
@@ -387,10 +389,77 @@ def targets(v: View) -> list[str]:
     check("`source pack`", [(c, ratio(v.get("pack", c, OURS, "jobs_per_s"),
                                       v.get("pack", c, REF, "jobs_per_s"), "jobs_per_s"))
                             for c in pack_cases], 1.5)  # fmt: skip
-    return lines
+    return found
 
 
-def render(results: dict[str, Any]) -> str:
+def targets(v: View) -> list[str]:
+    """The targets of issue 12 in this run, one line each."""
+    return [
+        f"* {label} (≥ {floor:g}×, {n} cells): "
+        + ("met" if not misses else "not met: " + ", ".join(misses))
+        for label, floor, n, misses in target_checks(v)
+    ]
+
+
+def _row_ratios(v: View, batch: int) -> str:
+    """One B row of the ratio grid, W ascending: ``1.43 · 1.05 · …`` (– for a missing side)."""
+    figures = []
+    for b, w in v.cells():
+        if b == batch:
+            case = case_of(b, w)
+            x = ratio(v.get("claim", case, OURS, "jobs_per_s"),
+                      v.get("claim", case, REF, "jobs_per_s"), "jobs_per_s")  # fmt: skip
+            figures.append("–" if x is None else f"{x:.2f}")
+    return " · ".join(figures) or "–"
+
+
+def other_runs(this: dict[str, Any], others: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
+    """A row per side-by-side run kept on file next to this one: one run's ratios move with the
+    machine it ran on (and with that machine's minute), so the same cells from every kept run
+    are shown next to each other, with the targets each run missed."""
+    runs = [("this run", this), *((name, r) for name, r in others)]
+    rows = []
+    for name, results in runs:
+        v = View(results)
+        if not v.has_ref():
+            continue
+        probe = [r["speed_probe_ms"] for r in v.runs if r.get("speed_probe_ms") is not None]
+        steal = [r["steal_pct"] for r in v.runs if r.get("steal_pct") is not None]
+        missed = [
+            f"{label}: {', '.join(misses)}" for label, _, _, misses in target_checks(v) if misses
+        ]
+        rows.append([
+            f"`{name}`" if name != "this run" else name,
+            str(results.get("started", "?"))[:16],
+            f"`{results.get('ours_commit', '?')}`",
+            f"{results.get('machine', {}).get('cpu', '?')}"
+            + (f", {statistics.median(probe):.2f} ms" if probe else "")
+            + (f", steal ≤ {max(steal):.1f} %" if steal else ""),
+            _row_ratios(v, 1),
+            _row_ratios(v, 4),
+            "; ".join(missed) or "none",
+        ])  # fmt: skip
+    if len(rows) < 2:
+        return []
+    return [
+        "Earlier side-by-side runs kept in `benchmarks/results/` (`compare-*.json`), newest "
+        "first, against this one. The B rows are claim→complete jobs/s ratios for W = 1, 4, 16, "
+        "64, 256; the machine column gives the CPU model, the median speed probe (lower is a "
+        "faster machine) and the most steal any one run saw (CPU time the hypervisor gave "
+        "elsewhere: a run with much of it measured its host more than either tracker). Older "
+        "runs may be of older code: the commit column says which.",
+        "",
+        *table(
+            ["run", "started (UTC)", "ours", "machine", "B=1 row", "B=4 row", "targets not met"],
+            rows,
+        ),
+    ]
+
+
+def render(
+    results: dict[str, Any], others: Sequence[tuple[str, dict[str, Any]]] = ()
+) -> str:
+    """The document; ``others`` are earlier runs kept on file, (file name, results)."""
     v = View(results)
     m = results.get("machine", {})
     plan = results.get("plan", {})
@@ -486,6 +555,9 @@ def render(results: dict[str, Any]) -> str:
     goal = targets(v)
     if goal:
         out += ["", "## Targets of issue 12 in this run", "", *goal]
+    history = other_runs(results, others)
+    if history:
+        out += ["", "## Other runs on file", "", *history]
     if v.failed:
         out += ["", "## Failed runs", ""]
         seen = set()
@@ -530,8 +602,20 @@ def render(results: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def write(results: dict[str, Any], doc: Path) -> None:
-    doc.write_text(render(results))
+def kept_runs(results_path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The other side-by-side runs kept next to ``results_path`` (``compare-*.json``), newest
+    first by their start time."""
+    found = []
+    for path in results_path.parent.glob("compare-*.json"):
+        if path.resolve() != results_path.resolve():
+            found.append((path.name, json.loads(path.read_text())))
+    return sorted(found, key=lambda item: str(item[1].get("started", "")), reverse=True)
+
+
+def write(
+    results: dict[str, Any], doc: Path, others: Sequence[tuple[str, dict[str, Any]]] = ()
+) -> None:
+    doc.write_text(render(results, others))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -541,7 +625,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--doc", type=Path, default=ROOT / "docs" / "performance.md")
     args = p.parse_args(argv)
-    write(json.loads(args.results.read_text()), args.doc)
+    write(json.loads(args.results.read_text()), args.doc, kept_runs(args.results))
     print(f"wrote {args.doc}", file=sys.stderr)
     return 0
 

@@ -491,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_doc:
         from benchmarks import report
 
-        report.write(results, args.doc)
+        report.write(results, args.doc, report.kept_runs(args.json))
         log(f"wrote {args.doc}")
     return 1 if results["failures"] else 0
 

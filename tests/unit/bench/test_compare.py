@@ -136,6 +136,45 @@ def test_report_without_reference_shows_ours_only() -> None:
     assert "speed probe ms" not in doc and "Speed probe:" not in doc
 
 
+def _side_by_side(ours: float, ref: float, started: str, commit: str) -> dict:
+    return {
+        "implementations": ["ours", "ref"],
+        "started": started,
+        "ours_commit": commit,
+        "machine": {"cpu": "Test CPU"},
+        "runs": [
+            _run("ours", ours, 0, speed_probe_ms=2.0, steal_pct=0.5),
+            _run("ref", ref, 0, speed_probe_ms=2.4, steal_pct=12.25),
+        ],
+    }
+
+
+def test_report_shows_the_kept_runs_next_to_this_one_with_the_targets_each_missed() -> None:
+    this = _side_by_side(300, 200, "2026-12-04 14:21 UTC", "new1234")
+    older = _side_by_side(180, 200, "2026-12-04 13:12 UTC", "old5678")
+    doc = report.render(this, [("compare-old.json", older)])
+    assert "## Other runs on file" in doc
+    assert "| this run | 2026-12-04 14:21 | `new1234` | Test CPU, 2.20 ms, steal ≤ 12.2 % | 1.50 | – | none |" in doc
+    assert (
+        "| `compare-old.json` | 2026-12-04 13:12 | `old5678` | Test CPU, 2.20 ms, steal ≤ 12.2 % | 0.90 | – | "
+        "claim→complete at B=1: B=1 W=4 0.90× |" in doc
+    )
+    # one run alone has nothing to compare with, and a run without the reference is skipped
+    assert "Other runs on file" not in report.render(this)
+    ours_only = {"implementations": ["ours"], "runs": [_run("ours", 123, 0)]}
+    assert "Other runs on file" not in report.render(this, [("compare-x.json", ours_only)])
+
+
+def test_kept_runs_are_the_other_compare_files_newest_first(tmp_path: Path) -> None:
+    import json
+
+    for name, started in (("compare.json", "c"), ("compare-a.json", "a"), ("compare-b.json", "b")):
+        (tmp_path / name).write_text(json.dumps({"started": started}))
+    (tmp_path / "internals.json").write_text("{}")
+    kept = report.kept_runs(tmp_path / "compare.json")
+    assert [name for name, _ in kept] == ["compare-b.json", "compare-a.json"]
+
+
 def test_paired_ratios_pair_run_k_with_run_k_and_skip_failed_runs() -> None:
     runs = [
         _run("ours", 300, 0), _run("ref", 100, 0),
