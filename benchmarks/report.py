@@ -442,9 +442,10 @@ def other_runs(this: dict[str, Any], others: Sequence[tuple[str, dict[str, Any]]
     if len(rows) < 2:
         return []
     return [
-        "Earlier side-by-side runs kept in `benchmarks/results/` (`compare-*.json`), newest "
-        "first, against this one. The B rows are claim→complete jobs/s ratios for W = 1, 4, 16, "
-        "64, 256; the machine column gives the CPU model, the median speed probe (lower is a "
+        "The other side-by-side runs kept in `benchmarks/results/` (`compare-*.json`), newest "
+        "first, under this one. The B rows are claim→complete jobs/s ratios for each W the run "
+        "measured, ascending (1, 4, 16, 64, 256 in a full run); the machine column gives the CPU "
+        "model, the median speed probe (lower is a "
         "faster machine) and the most steal any one run saw (CPU time the hypervisor gave "
         "elsewhere: a run with much of it measured its host more than either tracker). Older "
         "runs may be of older code: the commit column says which.",
