@@ -4,6 +4,7 @@ ratios, the chunked HTTP reader, cell-list parsing and the rendered ratio table.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -166,8 +167,6 @@ def test_report_shows_the_kept_runs_next_to_this_one_with_the_targets_each_misse
 
 
 def test_kept_runs_are_the_other_compare_files_newest_first(tmp_path: Path) -> None:
-    import json
-
     for name, started in (("compare.json", "c"), ("compare-a.json", "a"), ("compare-b.json", "b")):
         (tmp_path / name).write_text(json.dumps({"started": started}))
     (tmp_path / "internals.json").write_text("{}")
