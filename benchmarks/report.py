@@ -11,7 +11,7 @@ import argparse
 import json
 import statistics
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +90,14 @@ class View:
         if row is None:
             return None if not failed else -failed
         return row["http_errors"]
+
+    def ratio(self, scenario: str, case: str, metric: str, mode: str = DIRECT) -> float | None:
+        """The speed ratio of ``metric`` (above 1 when ours is better), None without both."""
+        return ratio(
+            self.get(scenario, case, OURS, metric, mode),
+            self.get(scenario, case, REF, metric, mode),
+            metric,
+        )
 
     def pair(self, scenario: str, case: str, metric: str, mode: str = DIRECT, digits: int = 0):
         ours = self.get(scenario, case, OURS, metric, mode)
@@ -203,13 +211,7 @@ def detail_rows(v: View, mode: str = DIRECT) -> list[str]:
             [
                 case,
                 both("jobs_per_s", 0),
-                fmt_ratio(
-                    ratio(
-                        v.get("claim", case, OURS, "jobs_per_s", mode),
-                        v.get("claim", case, REF, "jobs_per_s", mode),
-                        "jobs_per_s",
-                    )
-                )
+                fmt_ratio(v.ratio("claim", case, "jobs_per_s", mode))
                 + v.pair_spread("claim", case, "jobs_per_s", mode),
                 both("latency_ms.claim.p50"),
                 both("latency_ms.claim.p99"),
@@ -335,12 +337,6 @@ def target_checks(v: View) -> list[Check]:
         return []
     found: list[Check] = []
 
-    def jr(case: str) -> float | None:
-        return ratio(
-            v.get("claim", case, OURS, "jobs_per_s"), v.get("claim", case, REF, "jobs_per_s"),
-            "jobs_per_s",
-        )  # fmt: skip
-
     def check(label: str, values: list[tuple[str, float | None]], floor: float) -> None:
         present = [(c, x) for c, x in values if x is not None]
         if present:
@@ -348,47 +344,32 @@ def target_checks(v: View) -> list[Check]:
             found.append((label, floor, len(present), misses))
 
     cells = v.cells()
-    check(
-        "claim→complete at B=1",
-        [(case_of(b, w), jr(case_of(b, w))) for b, w in cells if b == 1],
-        1.0,
-    )
-    check(
-        "claim→complete at B≥4",
-        [(case_of(b, w), jr(case_of(b, w))) for b, w in cells if b >= 4],
-        1.5,
-    )
-    check(
-        "claim→complete at B≥64",
-        [(case_of(b, w), jr(case_of(b, w))) for b, w in cells if b >= 64],
-        2.0,
-    )
+
+    def claims(metric: str, keep: Callable[[int, int], bool]) -> list[tuple[str, float | None]]:
+        return [(case_of(b, w), v.ratio("claim", case_of(b, w), metric))
+                for b, w in cells if keep(b, w)]  # fmt: skip
+
+    check("claim→complete at B=1", claims("jobs_per_s", lambda b, w: b == 1), 1.0)
+    check("claim→complete at B≥4", claims("jobs_per_s", lambda b, w: b >= 4), 1.5)
+    check("claim→complete at B≥64", claims("jobs_per_s", lambda b, w: b >= 64), 2.0)
     check(
         "claim p99 ≤ reference's at W≥64",
-        [(case_of(b, w), ratio(v.get("claim", case_of(b, w), OURS, "latency_ms.claim.p99"),
-                               v.get("claim", case_of(b, w), REF, "latency_ms.claim.p99"),
-                               "latency_ms.claim.p99")) for b, w in cells if w >= 64],
+        claims("latency_ms.claim.p99", lambda b, w: w >= 64),
         1.0,
-    )  # fmt: skip
+    )
     check(
         "PostgreSQL CPU per request at B=1 ≤ reference's",
-        [(case_of(b, w), ratio(v.get("claim", case_of(b, w), OURS, "pg_cpu_ms_per_request"),
-                               v.get("claim", case_of(b, w), REF, "pg_cpu_ms_per_request"),
-                               "pg_cpu_ms_per_request")) for b, w in cells if b == 1],
+        claims("pg_cpu_ms_per_request", lambda b, w: b == 1),
         1.0,
-    )  # fmt: skip
+    )
     for scenario, case, label, floor in (
         ("enqueue", "1000/request", "enqueue route", 1.5),
         ("import", "fresh", "`tracker enqueue-source` fresh", 3.0),
         ("import", "re-run", "`tracker enqueue-source` re-run", 3.0),
     ):
-        check(label, [(case, ratio(v.get(scenario, case, OURS, "jobs_per_s"),
-                                   v.get(scenario, case, REF, "jobs_per_s"), "jobs_per_s"))],
-              floor)  # fmt: skip
+        check(label, [(case, v.ratio(scenario, case, "jobs_per_s"))], floor)
     pack_cases = sorted({r["case"] for r in v.runs if r["scenario"] == "pack"})
-    check("`source pack`", [(c, ratio(v.get("pack", c, OURS, "jobs_per_s"),
-                                      v.get("pack", c, REF, "jobs_per_s"), "jobs_per_s"))
-                            for c in pack_cases], 1.5)  # fmt: skip
+    check("`source pack`", [(c, v.ratio("pack", c, "jobs_per_s")) for c in pack_cases], 1.5)
     return found
 
 
@@ -406,9 +387,7 @@ def _row_ratios(v: View, batch: int) -> str:
     figures = []
     for b, w in v.cells():
         if b == batch:
-            case = case_of(b, w)
-            x = ratio(v.get("claim", case, OURS, "jobs_per_s"),
-                      v.get("claim", case, REF, "jobs_per_s"), "jobs_per_s")  # fmt: skip
+            x = v.ratio("claim", case_of(b, w), "jobs_per_s")
             figures.append("–" if x is None else f"{x:.2f}")
     return " · ".join(figures) or "–"
 
