@@ -15,6 +15,7 @@ import asyncpg
 
 from hq_adapters.postgres.errors import translated
 from hq_adapters.postgres.fair_gate import FairGate
+from hq_adapters.postgres.joined import Call, Group, Joiner, fail_all, run_alone, run_joined
 from hq_adapters.postgres.queries import q
 from hq_domain.clock import Clock, seconds
 
@@ -44,6 +45,7 @@ class Database:
         self._gate = FairGate(pool.get_max_size())
         self._kept: list[Any] = []
         self._closing = False
+        self._joiner = Joiner(self._run_group)
 
     @property
     def pool(self) -> asyncpg.Pool:
@@ -119,6 +121,49 @@ class Database:
         finally:
             self._gate.release()
 
+    async def fetchrow_joined(
+        self, name: str, joined: str, key: str, args: tuple[Any, ...]
+    ) -> Any:
+        """:meth:`fetchrow` of the one-row statement ``name``, which may run with other
+        callers' calls of it on the same ``key`` as the block ``joined`` when it has to wait
+        for a connection (:mod:`hq_adapters.postgres.joined`). With a connection free it runs
+        alone, as :meth:`fetchrow` does."""
+        if self._gate.free:
+            return await self._one("fetchrow", name, args)
+        return await self._joiner.join(name, joined, key, args)
+
+    async def _run_group(self, group: Group) -> None:
+        """A group's task: wait in the gate's line, then run the group's live calls."""
+        try:
+            await self._gate.acquire()
+        except BaseException as exc:
+            fail_all(self._joiner.close(group), exc)
+            raise
+        try:
+            calls = self._joiner.close(group)
+            if calls:
+                await self._run_calls(group, calls)
+        finally:
+            self._gate.release()
+
+    async def _run_calls(self, group: Group, calls: list[Call]) -> None:
+        conn = None
+        clean = False
+        try:
+            conn = await self._take()
+            if len(calls) == 1 or not await run_joined(conn, q(group.joined), calls):
+                for args, future in calls:
+                    await run_alone(conn, q(group.name), args, future)
+            fail_all(calls, RuntimeError("a joined call got no answer"))  # none is left waiting
+            clean = True
+        except BaseException as exc:
+            fail_all(calls, exc)
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            if conn is not None:
+                await self._give_back(conn, clean)
+
     async def fetch(self, name: str, *args: Any) -> list[asyncpg.Record]:
         return await self._one("fetch", name, args)
 
@@ -144,6 +189,7 @@ class Database:
 
     async def close(self) -> None:
         self._closing = True
+        await self._joiner.aclose()
         kept, self._kept = self._kept, []
         for conn in kept:
             await self._pool.release(conn)

@@ -52,5 +52,10 @@ class FairGate:
         self._free += 1
 
     @property
+    def free(self) -> bool:
+        """Whether :meth:`acquire` would admit a caller now, without waiting."""
+        return bool(self._free) and not self._waiters
+
+    @property
     def waiting(self) -> int:
         return sum(1 for w in self._waiters if not w.done())

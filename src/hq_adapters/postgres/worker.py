@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from hq_adapters.postgres import rows
+from hq_adapters.postgres import joined, rows
 from hq_adapters.postgres.database import Database
 from hq_adapters.postgres.queries import q
 from hq_adapters.postgres.worker_binding import (
@@ -103,6 +103,10 @@ _GATED_SQL = {
     WorkerOp.FAIL: "gated_fail",
     WorkerOp.EXTEND: "gated_extend",
 }
+
+# the block that runs several waiting gated calls at once (hq_adapters/postgres/joined.py):
+# completes come with every claim; fails and extensions are rarer and run alone
+_JOINED_SQL = {WorkerOp.COMPLETE: "gated_complete_joined"}
 
 # complete/fail/extend: (one-statement form, its generic-plan call, the one-item form's call)
 _MUTATION_SQL = {
@@ -362,8 +366,7 @@ class PostgresWorker:
             )
         order = self._claim_order_hint.get(project_id, ClaimOrder.FIFO)
         now_s = self._db.now_s()
-        r = await self._db.fetchrow(
-            "gated_claim",
+        call = (
             *self._gate_args(token, project_id, client_version),
             order.value,
             list(request.accept_types),
@@ -374,6 +377,10 @@ class PostgresWorker:
             now_s,
             self._claim_sweep_limit,
             ALLOWED_STATUSES[WorkerOp.CLAIM],
+        )
+        r = await (
+            self._db.fetchrow("gated_claim", *call) if request.max_jobs > joined.MAX_ITEMS
+            else self._db.fetchrow_joined("gated_claim", "gated_claim_joined", project_id, call)
         )
         principal, project = gate_row(r)
         if not r["ran"]:
@@ -399,9 +406,12 @@ class PostgresWorker:
             return await self._gate_then(
                 token, project_id, client_version, lambda user: self._mutate(op, args, user)
             )
-        r = await self._db.fetchrow(
-            _GATED_SQL[op], *self._gate_args(token, project_id, client_version), *args[1:],
-            ALLOWED_STATUSES[op],
+        call = (*self._gate_args(token, project_id, client_version), *args[1:], ALLOWED_STATUSES[op])
+        joined_sql = _JOINED_SQL.get(op)
+        r = await (
+            self._db.fetchrow(_GATED_SQL[op], *call)
+            if joined_sql is None or len(args[2]) > joined.MAX_ITEMS
+            else self._db.fetchrow_joined(_GATED_SQL[op], joined_sql, project_id, call)
         )
         principal, project = gate_row(r)
         if not r["ran"]:

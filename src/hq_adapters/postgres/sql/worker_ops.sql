@@ -423,6 +423,37 @@ SELECT * FROM tracker_gated_claim($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 
 -- Route 21's gate read and complete_op in one round trip (tracker_gated_complete).
 SELECT * FROM tracker_gated_complete($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 
+-- name: gated_claim_joined
+-- Several waiting gated_claim calls in one statement (hq_adapters/postgres/joined.py): each
+-- scalar argument as an array over the calls, each array argument as one flat array with each
+-- call's bounds in it (accept types $5-$7, attempt IDs $9-$11, statuses $16-$18). The calls
+-- run in order (a nested loop over the unnest, the function on the inside), each seeing what
+-- the earlier ones wrote; one row per call, hq_slot its 0-based index.
+SELECT c.hq_slot - 1 AS hq_slot, g.*
+FROM unnest($1::bytea[], $2::text[], $3::text[], $4::text[], $6::int[], $7::int[], $8::int[],
+            $10::int[], $11::int[], $12::text[], $13::bigint[], $14::bigint[], $15::int[],
+            $17::int[], $18::int[])
+     WITH ORDINALITY AS c(digest, project, version, hint, types_lo, types_hi, max_jobs, ids_lo,
+                          ids_hi, worker, lease, now, sweep, statuses_lo, statuses_hi, hq_slot)
+CROSS JOIN LATERAL tracker_gated_claim(
+    c.digest, c.project, c.version, c.hint, ($5::text[])[c.types_lo:c.types_hi], c.max_jobs,
+    ($9::text[])[c.ids_lo:c.ids_hi], c.worker, c.lease, c.now, c.sweep,
+    ($16::text[])[c.statuses_lo:c.statuses_hi]) AS g
+
+-- name: gated_complete_joined
+-- Several waiting gated_complete calls in one statement, packed as gated_claim_joined's (job
+-- IDs $5-$7, attempt IDs $8-$10, outcomes $11-$13, receipts $14-$16, statuses $18-$20).
+SELECT c.hq_slot - 1 AS hq_slot, g.*
+FROM unnest($1::bytea[], $2::text[], $3::text[], $4::text[], $6::int[], $7::int[], $9::int[],
+            $10::int[], $12::int[], $13::int[], $15::int[], $16::int[], $17::bigint[],
+            $19::int[], $20::int[])
+     WITH ORDINALITY AS c(digest, project, version, worker, jobs_lo, jobs_hi, att_lo, att_hi,
+                          out_lo, out_hi, rec_lo, rec_hi, now, statuses_lo, statuses_hi, hq_slot)
+CROSS JOIN LATERAL tracker_gated_complete(
+    c.digest, c.project, c.version, c.worker, ($5::bigint[])[c.jobs_lo:c.jobs_hi],
+    ($8::text[])[c.att_lo:c.att_hi], ($11::text[])[c.out_lo:c.out_hi],
+    ($14::text[])[c.rec_lo:c.rec_hi], c.now, ($18::text[])[c.statuses_lo:c.statuses_hi]) AS g
+
 -- name: gated_fail
 -- Route 22's gate read and fail_op in one round trip (tracker_gated_fail).
 SELECT * FROM tracker_gated_fail($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
