@@ -2,15 +2,17 @@
 
 Every worker request is one call of a ``tracker_gated_*`` function that returns one row. When
 all of a process's connections are busy, requests wait in :class:`FairGate`'s line. Requests
-that wait for the same statement on the same project join one *group* instead, and the group
-runs as one statement, the calls as branches of a ``UNION ALL`` (PostgreSQL runs them one after
-the other, each seeing the ones before it): one round trip, one top-level statement and one
-commit for all of them. A call with a free connection runs alone, exactly as before, so an idle
-tracker answers as fast as it did; the more requests queue, the more each statement carries.
+that wait for the same statement on the same project join one *group* instead, which waits in
+that line as one holder and runs as one statement: a ``*_joined`` block of ``sql/worker_ops.sql``
+calls the function once per request in a nested loop over the packed arguments (PostgreSQL runs
+the calls one after the other, each seeing what the earlier ones wrote): one round trip, one
+top-level statement and one commit for all of them. A call with a free connection runs alone,
+exactly as before; the more requests queue, the more each statement carries.
 
-If the joined statement fails (one call raised, a deadlock, a lost connection), nothing of it
-was committed, and each call runs again alone on the same connection, so each request gets
-its own answer or its own error.
+If the joined statement fails (one call raised, a deadlock), nothing of it was committed, and
+each call runs again alone on the same connection, so each request gets its own answer or its
+own error and nothing runs twice. A group is one project's: every lock its calls take (the
+project's rate bucket, its jobs) is that project's.
 """
 
 from __future__ import annotations
