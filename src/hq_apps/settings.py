@@ -44,6 +44,9 @@ class Settings:
     web: WebSettings | None = None
     pool_min: int = 2
     pool_max: int = 4
+    worker_lanes: int = 0
+    """Worker statements a process runs at once (≤ ``pool_max``); the requests beyond them
+    wait and share statements (``hq_adapters.postgres.joined``). 0: :func:`auto_lanes`."""
     sweep_interval_s: float = 5.0
     """D2 background sweep period; ``0`` disables the sweeper (tests with a manual clock)."""
     sweep_batch: int = 1000
@@ -60,3 +63,10 @@ class Settings:
     (``hq_apps.api.fast_path``); off, Litestar's handlers answer them the same way."""
     history_interval_s: float = 30.0
     """Period of the job-count snapshots (progress history); runs only with the sweeper."""
+
+
+def auto_lanes(processes: int, cpus: int | None) -> int:
+    """The default worker lanes of a process: the host's cores shared among its processes,
+    at least one (PostgreSQL runs about as many statements at once as it has cores, and the
+    tracker usually runs on a host its size or beside it)."""
+    return max(1, (cpus or 1) // max(1, processes))

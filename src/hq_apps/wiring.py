@@ -9,12 +9,13 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import os
 import signal
 import socket
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from hq_apps.settings import Settings
+from hq_apps.settings import Settings, auto_lanes
 from hq_domain.clock import Clock, SystemClock, seconds
 from hq_domain.ports import Store
 
@@ -39,6 +40,7 @@ async def open_store(settings: Settings, clock: Clock) -> Store:
         pooler=settings.database_pooler,
         min_size=settings.pool_min,
         max_size=settings.pool_max,
+        worker_lanes=settings.worker_lanes or auto_lanes(settings.processes, os.cpu_count()),
         timeout=settings.db_connect_timeout_s,
         command_timeout=settings.db_command_timeout_s,
     )

@@ -46,7 +46,10 @@ WORKERS = 240
 N_JOBS = 2000
 PROJECT = "pgb"
 SWEPT = 30  # jobs abandoned before the run, to be reset by the background sweep alone
-POOLED = {"HQ_DATABASE_POOLER": "transaction", "HQ_PROCESSES": str(PROCESSES)}
+# Every connection of each pool in use (worker lanes = the pool's 4, not cores / processes),
+# so the trackers open more client connections than PgBouncer's server pool.
+POOLED = {"HQ_DATABASE_POOLER": "transaction", "HQ_PROCESSES": str(PROCESSES),
+          "HQ_WORKER_LANES": "4"}  # fmt: skip
 
 
 def _database(dsn: str) -> str:

@@ -164,3 +164,34 @@ async def test_large_requests_wait_alone(store: PostgresStore, joined_runs: list
     ))  # fmt: skip
     assert [len(result.jobs) for _p, _q, result in claims] == [n, n]
     assert joined_runs == []
+
+
+async def test_calls_beyond_the_worker_lanes_join_while_connections_are_free(
+    pg_dsn: str, joined_runs: list[int]
+) -> None:
+    store = await connect(pg_dsn, SystemClock(), min_size=1, max_size=3, worker_lanes=1)
+    try:
+        await store.bootstrap_user("u", [Role.ADMIN, Role.WORKER], TOKEN)
+        await store.put_project("p", ProjectPut(status="active", identity_mode="none",
+                                                client_versions=("t",)))  # fmt: skip
+        await store.enqueue("p", [JobSpec(value=f"https://e/{i}") for i in range(JOBS)])
+        claims = await asyncio.gather(*(
+            store.worker.gated_claim(TOKEN, "p", "t", ClaimRequest(f"w{i}", 2, 60, (), 1))
+            for i in range(5)
+        ))  # fmt: skip
+        assert joined_runs == [4]  # the first took the one lane; the other four joined
+        ids = [j.job_id for _p, _q, result in claims for j in result.jobs]
+        assert len(ids) == 10 and len(set(ids)) == 10
+
+        await store.database._lanes.acquire()  # a worker statement holds the only lane
+        waiting = asyncio.create_task(
+            store.worker.gated_claim(TOKEN, "p", "t", ClaimRequest("late", 1, 60, (), 1))
+        )
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # the worker call waits for the lane …
+        summary = await asyncio.wait_for(store.get_project("p"), 5)  # … other statements do not
+        assert summary is not None and summary.job_counts.wip == 10
+        store.database._lanes.release()
+        assert len((await waiting)[2].jobs) == 1
+    finally:
+        await store.close()

@@ -39,10 +39,14 @@ class Database:
     :meth:`close` hands back the ones it keeps.
     """
 
-    def __init__(self, pool: asyncpg.Pool, clock: Clock) -> None:
+    def __init__(
+        self, pool: asyncpg.Pool, clock: Clock, *, worker_lanes: int | None = None
+    ) -> None:
         self._pool = pool
         self._clock = clock
         self._gate = FairGate(pool.get_max_size())
+        # worker calls that may join (fetchrow_joined) run at most this many at once
+        self._lanes = FairGate(min(worker_lanes or pool.get_max_size(), pool.get_max_size()))
         self._kept: list[Any] = []
         self._closing = False
         self._joiner = Joiner(self._run_group)
@@ -127,24 +131,42 @@ class Database:
         """:meth:`fetchrow` of the one-row statement ``name``, which may run with other
         callers' calls of it on the same ``key`` as the block ``joined`` when it has to wait
         for a connection (:mod:`hq_adapters.postgres.joined`). With a connection free it runs
-        alone, as :meth:`fetchrow` does."""
-        if self._gate.free:
-            return await self._one("fetchrow", name, args)
+        alone, as :meth:`fetchrow` does.
+
+        At most ``worker_lanes`` such calls (or groups) hold a connection at once; the rest of
+        the pool stays for everything else. Fewer lanes than connections make more calls
+        join: on two cores, one lane per process served more jobs/s at every measured size
+        than four (benchmarks/notes/optimisations.md, row 45)."""
+        if self._lanes.free and self._gate.free:
+            await self._lanes.acquire()  # free: returns at once
+            try:
+                return await self._one("fetchrow", name, args)
+            finally:
+                self._lanes.release()
         return await self._joiner.join(name, joined, key, args)
 
     async def _run_group(self, group: Group) -> None:
-        """A group's task: wait in the gate's line, then run the group's live calls."""
+        """A group's task: wait for a lane and then in the gate's line, then run the group's
+        live calls."""
         try:
-            await self._gate.acquire()
+            await self._lanes.acquire()
         except BaseException as exc:
             fail_all(self._joiner.close(group), exc)
             raise
         try:
-            calls = self._joiner.close(group)
-            if calls:
-                await self._run_calls(group, calls)
+            try:
+                await self._gate.acquire()
+            except BaseException as exc:
+                fail_all(self._joiner.close(group), exc)
+                raise
+            try:
+                calls = self._joiner.close(group)
+                if calls:
+                    await self._run_calls(group, calls)
+            finally:
+                self._gate.release()
         finally:
-            self._gate.release()
+            self._lanes.release()
 
     async def _run_calls(self, group: Group, calls: list[Call]) -> None:
         conn = None

@@ -105,9 +105,10 @@ class PostgresStore:
     """
 
     def __init__(
-        self, pool: asyncpg.Pool, clock: Clock, *, claim_sweep_limit: int = CLAIM_SWEEP_LIMIT
+        self, pool: asyncpg.Pool, clock: Clock, *, claim_sweep_limit: int = CLAIM_SWEEP_LIMIT,
+        worker_lanes: int | None = None,
     ) -> None:
-        self.database = db = Database(pool, clock)
+        self.database = db = Database(pool, clock, worker_lanes=worker_lanes)
         self.auth = PostgresAuth(db)
         self.worker = PostgresWorker(db, claim_sweep_limit=claim_sweep_limit)
         self.maintenance = PostgresMaintenance(db)
@@ -184,12 +185,13 @@ async def connect(
     *,
     pooler: Pooler | str = Pooler.NONE,
     claim_sweep_limit: int = CLAIM_SWEEP_LIMIT,
+    worker_lanes: int | None = None,
     **pool_kwargs: Any,
 ) -> PostgresStore:
     """A store over a new pool (``close()`` closes it). Migrations are run separately.
 
-    ``pooler`` and ``claim_sweep_limit`` configure the store; every other keyword argument
-    goes to :func:`asyncpg.create_pool`."""
+    ``pooler``, ``claim_sweep_limit`` and ``worker_lanes`` configure the store; every other
+    keyword argument goes to :func:`asyncpg.create_pool`."""
     mode = parse_pooler(pooler) if isinstance(pooler, str) else pooler
     pool_kwargs.setdefault("reset", keep_session)
     try:
@@ -198,4 +200,6 @@ async def connect(
         if "startup parameter" in str(exc):
             raise PoolerMismatch(f"{exc}: {_HINT}") from exc
         raise
-    return PostgresStore(pool, clock, claim_sweep_limit=claim_sweep_limit)
+    return PostgresStore(
+        pool, clock, claim_sweep_limit=claim_sweep_limit, worker_lanes=worker_lanes
+    )

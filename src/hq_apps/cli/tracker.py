@@ -77,6 +77,11 @@ Processes = Annotated[
 PoolMax = Annotated[
     int, Parameter(env_var="HQ_DATABASE_POOL_MAX", help="Database connections per process at most.")
 ]
+WorkerLanes = Annotated[
+    int,
+    Parameter(env_var="HQ_WORKER_LANES",
+              help="Worker statements per process at once; 0 = cores / processes."),
+]  # fmt: skip
 Listen = Annotated[str, Parameter(env_var="HQ_LISTEN", help="Address to listen on, host:port.")]
 PublicUrl = Annotated[
     str, Parameter(env_var="HQ_PUBLIC_URL", help="Public origin of the dashboard (web only).")
@@ -328,6 +333,7 @@ def serve(
     pooler: DatabasePooler = "none",
     processes: Processes = 1,
     pool_max: PoolMax = 4,
+    worker_lanes: WorkerLanes = 0,
     metrics_listen: MetricsListen = "",
 ) -> None:
     """Serve the tracker API (and the dashboard when web administration is configured).
@@ -345,6 +351,10 @@ def serve(
     pool_max
         Connections per process at most (2 are kept open); the deployment needs
         replicas × processes × pool_max of PostgreSQL's (or PgBouncer's) connections.
+    worker_lanes
+        Worker statements (claim, complete, fail, extend-lease) a process runs at once, at
+        most pool_max; requests beyond them wait and share statements. 0 (the default): the
+        host's cores divided among the processes, at least 1.
     metrics_listen
         Serve Prometheus ``/metrics`` on this separate HOST:PORT (off when empty); with
         several processes, one of them serves every process's counters.
@@ -358,6 +368,8 @@ def serve(
         raise CliError(f"serve: --processes must be between 1 and {MAX_PROCESSES}")
     if not 1 <= pool_max <= 1000:
         raise CliError("serve: --pool-max must be between 1 and 1000")
+    if not 0 <= worker_lanes <= 1000:
+        raise CliError("serve: --worker-lanes must be between 0 and 1000")
     web = web_settings(
         public_url, github_client_id, github_client_secret_file,
         web_session_secret_file, oauth_admin_org, oauth_admin_team,
@@ -365,8 +377,8 @@ def serve(
     metrics = parse_listen(metrics_listen) if metrics_listen else None
     settings = Settings(
         listen=listen, database_url=database_url, database_pooler=_pooler(pooler),
-        processes=processes, pool_min=min(2, pool_max), pool_max=pool_max, web=web,
-        metrics_listen=metrics,
+        processes=processes, pool_min=min(2, pool_max), pool_max=pool_max,
+        worker_lanes=worker_lanes, web=web, metrics_listen=metrics,
     )  # fmt: skip
     if processes == 1:
         wiring.run(wiring.serve(settings, host, port))

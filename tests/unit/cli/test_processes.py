@@ -79,6 +79,7 @@ def test_processes_out_of_range_are_refused() -> None:
         (["--processes", "65"], "--processes must be between 1 and 64"),
         (["--pooler", "session"], "unknown database pooler"),
         (["--pool-max", "0"], "--pool-max must be between 1 and 1000"),
+        (["--worker-lanes", "-1"], "--worker-lanes must be between 0 and 1000"),
     ],
 )
 def test_serve_refuses_bad_process_and_pooler_settings(
@@ -88,3 +89,14 @@ def test_serve_refuses_bad_process_and_pooler_settings(
 
     assert run(["serve", "--database-url", "postgresql://x@127.0.0.1:1/x", *flags]) == 1
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("processes", "cpus", "lanes"), [(1, 2, 2), (2, 2, 1), (4, 2, 1), (3, 16, 5), (1, None, 1)]
+)
+def test_worker_lanes_default_to_the_cores_shared_among_the_processes(
+    processes: int, cpus: int | None, lanes: int
+) -> None:
+    from hq_apps.settings import auto_lanes
+
+    assert auto_lanes(processes, cpus) == lanes
