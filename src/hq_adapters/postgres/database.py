@@ -130,8 +130,8 @@ class Database:
     ) -> Any:
         """:meth:`fetchrow` of the one-row statement ``name``, which may run with other
         callers' calls of it on the same ``key`` as the block ``joined`` when it has to wait
-        for a connection (:mod:`hq_adapters.postgres.joined`). With a connection free it runs
-        alone, as :meth:`fetchrow` does.
+        (:mod:`hq_adapters.postgres.joined`). With a lane and a connection free it runs alone,
+        as :meth:`fetchrow` does.
 
         At most ``worker_lanes`` such calls (or groups) hold a connection at once; the rest of
         the pool stays for everything else. Fewer lanes than connections make more calls
