@@ -1,13 +1,13 @@
 """One statement for several waiting worker requests: calls that queue for a connection join.
 
 Every worker request is one call of a ``tracker_gated_*`` function that returns one row. When
-all of a process's connections are busy, requests wait in :class:`FairGate`'s line. Requests
-that wait for the same statement on the same project join one *group* instead, which waits in
-that line as one holder and runs as one statement: a ``*_joined`` block of ``sql/worker_ops.sql``
+a process's worker lanes (``Database(worker_lanes=)``) or connections are all busy, requests
+wait. Requests that wait for the same statement on the same project join one *group*, which
+waits as one holder and runs as one statement: a ``*_joined`` block of ``sql/worker_ops.sql``
 calls the function once per request in a nested loop over the packed arguments (PostgreSQL runs
 the calls one after the other, each seeing what the earlier ones wrote): one round trip, one
-top-level statement and one commit for all of them. A call with a free connection runs alone,
-exactly as before; the more requests queue, the more each statement carries.
+top-level statement and one commit for all of them. A call with a free lane and connection
+runs alone, exactly as before; the more requests queue, the more each statement carries.
 
 If the joined statement fails (one call raised, a deadlock), nothing of it was committed, and
 each call runs again alone on the same connection, so each request gets its own answer or its

@@ -352,7 +352,7 @@ def serve(
         Connections per process at most (2 are kept open); the deployment needs
         replicas × processes × pool_max of PostgreSQL's (or PgBouncer's) connections.
     worker_lanes
-        Worker statements (claim, complete, fail, extend-lease) a process runs at once, at
+        Worker statements (claims and completes of up to 16 items) a process runs at once, at
         most pool_max; requests beyond them wait and share statements. 0 (the default): the
         host's cores divided among the processes, at least 1.
     metrics_listen
