@@ -106,7 +106,7 @@ async def test_a_call_that_fails_fails_alone_and_the_others_run_once(
     def complete(job: Any, outcome: str) -> Any:
         now = db.now_s()
         args = (*digest, "w", [job.job_id], [job.attempt_id], [outcome], ["null"], now, statuses)
-        return db.fetchrow_joined("gated_complete", "gated_complete_joined", "p", args)
+        return db.fetchrow_joined("gated_complete", "gated_complete_joined", "p", args, 1)
 
     rows = await _while_busy(
         store,

@@ -15,7 +15,15 @@ import asyncpg
 
 from hq_adapters.postgres.errors import translated
 from hq_adapters.postgres.fair_gate import FairGate
-from hq_adapters.postgres.joined import Call, Group, Joiner, fail_all, run_alone, run_joined
+from hq_adapters.postgres.joined import (
+    MAX_ITEMS,
+    Call,
+    Group,
+    Joiner,
+    fail_all,
+    run_alone,
+    run_joined,
+)
 from hq_adapters.postgres.queries import q
 from hq_domain.clock import Clock, seconds
 
@@ -126,7 +134,7 @@ class Database:
             self._gate.release()
 
     async def fetchrow_joined(
-        self, name: str, joined: str, key: str, args: tuple[Any, ...]
+        self, name: str, joined: str, key: str, args: tuple[Any, ...], items: int
     ) -> Any:
         """:meth:`fetchrow` of the one-row statement ``name``, which may run with other
         callers' calls of it on the same ``key`` as the block ``joined`` when it has to wait
@@ -136,7 +144,10 @@ class Database:
         At most ``worker_lanes`` such calls (or groups) hold a connection at once; the rest of
         the pool stays for everything else. Fewer lanes than connections make more calls
         join: on two cores, one lane per process served more jobs/s at every measured size
-        than four (benchmarks/notes/optimisations.md, row 45)."""
+        than four (benchmarks/notes/optimisations.md, row 45). A call of more than
+        ``MAX_ITEMS`` items (jobs claimed or completed) always runs alone, outside the lanes."""
+        if items > MAX_ITEMS:
+            return await self._one("fetchrow", name, args)
         if self._lanes.free and self._gate.free:
             await self._lanes.acquire()  # free: returns at once
             try:
@@ -150,22 +161,20 @@ class Database:
         live calls."""
         try:
             await self._lanes.acquire()
+            try:
+                await self._gate.acquire()
+            except BaseException:
+                self._lanes.release()
+                raise
         except BaseException as exc:
             fail_all(self._joiner.close(group), exc)
             raise
         try:
-            try:
-                await self._gate.acquire()
-            except BaseException as exc:
-                fail_all(self._joiner.close(group), exc)
-                raise
-            try:
-                calls = self._joiner.close(group)
-                if calls:
-                    await self._run_calls(group, calls)
-            finally:
-                self._gate.release()
+            calls = self._joiner.close(group)
+            if calls:
+                await self._run_calls(group, calls)
         finally:
+            self._gate.release()
             self._lanes.release()
 
     async def _run_calls(self, group: Group, calls: list[Call]) -> None:

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 import asyncpg
 
-from hq_adapters.postgres import joined, rows
+from hq_adapters.postgres import rows
 from hq_adapters.postgres.database import Database
 from hq_adapters.postgres.queries import q
 from hq_adapters.postgres.worker_binding import (
@@ -378,9 +378,8 @@ class PostgresWorker:
             self._claim_sweep_limit,
             ALLOWED_STATUSES[WorkerOp.CLAIM],
         )
-        r = await (
-            self._db.fetchrow("gated_claim", *call) if request.max_jobs > joined.MAX_ITEMS
-            else self._db.fetchrow_joined("gated_claim", "gated_claim_joined", project_id, call)
+        r = await self._db.fetchrow_joined(
+            "gated_claim", "gated_claim_joined", project_id, call, request.max_jobs
         )
         principal, project = gate_row(r)
         if not r["ran"]:
@@ -409,9 +408,8 @@ class PostgresWorker:
         call = (*self._gate_args(token, project_id, client_version), *args[1:], ALLOWED_STATUSES[op])
         joined_sql = _JOINED_SQL.get(op)
         r = await (
-            self._db.fetchrow(_GATED_SQL[op], *call)
-            if joined_sql is None or len(args[2]) > joined.MAX_ITEMS
-            else self._db.fetchrow_joined(_GATED_SQL[op], joined_sql, project_id, call)
+            self._db.fetchrow(_GATED_SQL[op], *call) if joined_sql is None
+            else self._db.fetchrow_joined(_GATED_SQL[op], joined_sql, project_id, call, len(args[2]))
         )
         principal, project = gate_row(r)
         if not r["ran"]:
