@@ -36,6 +36,15 @@ from hq_adapters.postgres.worker_binding import (
     principal_of,
     token_digest,
 )
+from hq_adapters.postgres.worker_statements import (
+    ALLOWED_STATUSES,
+    CLAIM_OP_SQL,
+    CLAIM_SQL,
+    GATED_SQL,
+    GENERIC_PLAN_MAX_ITEMS,
+    JOINED_SQL,
+    MUTATION_SQL,
+)
 from hq_domain import ratelimit
 from hq_domain.clock import millis, seconds
 from hq_domain.errors import NotFound, PermissionDenied, ProjectDispatchRateLimited
@@ -43,18 +52,14 @@ from hq_domain.ids import is_id
 from hq_domain.jobs import ClaimedJob
 from hq_domain.ports import Gated
 from hq_domain.projects import (
-    MAX_CLAIM_JOBS,
     ClaimOrder,
     Project,
-    ProjectStatus,
     WorkerOp,
-    op_allowed,
     require_op_allowed,
 )
 from hq_domain.users import Principal, UserStatus, require_worker
 from hq_domain.worker import (
     CLAIM_SWEEP_LIMIT,
-    MAX_BATCH_ITEMS,
     UNLIMITED_RETRY_AFTER_MS,
     AttemptRef,
     ClaimRequest,
@@ -68,52 +73,6 @@ from hq_domain.worker import (
 )
 
 R = TypeVar("R")
-ALLOWED_STATUSES = {op: [s.value for s in ProjectStatus if op_allowed(s, op)] for op in WorkerOp}
-"""Per worker operation, the project statuses that allow it (bound to the statements' checks)."""
-_CLAIM_SQL = {ClaimOrder.FIFO: "claim_fifo", ClaimOrder.RANDOM: "claim_random"}
-
-
-# Batches up to this size run the one-statement forms through their migration-0006 functions,
-# whose plans are cached generic: planning was most of PostgreSQL's work per small request
-# (~0.35 ms for a claim, ~0.3 ms for a complete against ~0.2 / ~0.15 ms of execution), and at 64
-# items it still cost a third of a request's PostgreSQL CPU (benchmarks/notes/optimisations.md,
-# twentieth session). A generic plan never sees the batch: it estimates unnest($n) at ten rows,
-# and a join over the items could run as items × items. tests/integration/test_generic_plans.py
-# builds every generic plan at this size under misleading statistics and on a young table, and
-# fails on any scan beyond the batch and the sweep bound and on any join filter that grows
-# faster than the batch. This is the largest claim and batch the API accepts (spec §2.4), so
-# every worker request takes this path; the per-execution forms (the pool's force_custom_plan)
-# remain for a PostgresWorker built with a smaller limit.
-GENERIC_PLAN_MAX_ITEMS = max(MAX_CLAIM_JOBS, MAX_BATCH_ITEMS)
-
-
-# (order, generic plan?) → the one-statement claim, through its function either way: both
-# kinds plan the queue's read in index order whatever the statistics say (migration 0015)
-_CLAIM_OP_SQL = {
-    (ClaimOrder.FIFO, False): "claim_op_fifo_custom",
-    (ClaimOrder.FIFO, True): "claim_op_fifo_generic",
-    (ClaimOrder.RANDOM, False): "claim_op_random_custom",
-    (ClaimOrder.RANDOM, True): "claim_op_random_generic",
-}
-
-
-# complete/fail/extend with the gate read, in one round trip (small batches)
-_GATED_SQL = {
-    WorkerOp.COMPLETE: "gated_complete",
-    WorkerOp.FAIL: "gated_fail",
-    WorkerOp.EXTEND: "gated_extend",
-}
-
-# the block that runs several waiting gated calls at once (hq_adapters/postgres/joined.py):
-# completes come with every claim; fails and extensions are rarer and run alone
-_JOINED_SQL = {WorkerOp.COMPLETE: "gated_complete_joined"}
-
-# complete/fail/extend: (one-statement form, its generic-plan call, the one-item form's call)
-_MUTATION_SQL = {
-    WorkerOp.COMPLETE: ("complete_op", "complete_op_generic", "complete_one_generic"),
-    WorkerOp.FAIL: ("fail_op", "fail_op_generic", "fail_one_generic"),
-    WorkerOp.EXTEND: ("extend_op", "extend_op_generic", "extend_one_generic"),
-}
 
 
 class PostgresWorker:
@@ -187,7 +146,7 @@ class PostgresWorker:
         order = self._claim_order_hint.get(project_id, ClaimOrder.FIFO)
         now_s = self._db.now_s()
         found = await self._db.fetch(
-            _CLAIM_OP_SQL[order, request.max_jobs <= self._generic_max],
+            CLAIM_OP_SQL[order, request.max_jobs <= self._generic_max],
             project_id,
             list(request.accept_types),
             request.max_jobs,
@@ -247,7 +206,7 @@ class PostgresWorker:
             else:
                 await conn.execute(q("claim_plan_settings"))
                 found = await conn.fetch(
-                    q(_CLAIM_SQL[project.claim_order]),
+                    q(CLAIM_SQL[project.claim_order]),
                     project_id,
                     accept,
                     plan.limit,
@@ -315,7 +274,7 @@ class PostgresWorker:
 
     def _mutation_sql(self, op: WorkerOp, items: int) -> str:
         """The statement for a batch of ``items`` (the gated functions choose alike)."""
-        custom, generic, one = _MUTATION_SQL[op]
+        custom, generic, one = MUTATION_SQL[op]
         if items > self._generic_max:
             return custom
         return one if items == 1 else generic
@@ -406,10 +365,10 @@ class PostgresWorker:
                 token, project_id, client_version, lambda user: self._mutate(op, args, user)
             )
         call = (*self._gate_args(token, project_id, client_version), *args[1:], ALLOWED_STATUSES[op])
-        joined_sql = _JOINED_SQL.get(op)
+        joined_sql = JOINED_SQL.get(op)
         r = await (
-            self._db.fetchrow(_GATED_SQL[op], *call) if joined_sql is None
-            else self._db.fetchrow_joined(_GATED_SQL[op], joined_sql, project_id, call, len(args[2]))
+            self._db.fetchrow(GATED_SQL[op], *call) if joined_sql is None
+            else self._db.fetchrow_joined(GATED_SQL[op], joined_sql, project_id, call, len(args[2]))
         )
         principal, project = gate_row(r)
         if not r["ran"]:
