@@ -21,10 +21,11 @@ def used_names() -> set[str]:
     for path in _SRC.glob("*.py"):
         text = path.read_text()
         names |= set(_NAME_USE.findall(text)) | set(_NAME_ARG.findall(text))
-    # names chosen through a mapping (claim order → block)
-    names |= set(re.findall(r'"(claim_[a-z]+)"', (_SRC / "worker.py").read_text()))
+    # names chosen through a mapping (claim order → block), and the worker's joined calls
+    worker = (_SRC / "worker.py").read_text() + (_SRC / "worker_statements.py").read_text()
+    names |= set(re.findall(r'"(claim_[a-z]+)"', worker))
     names |= set(re.findall(r'"([a-z_]+_(?:op|generic|custom|fifo|random)|gated_[a-z]+(?:_joined)?)"',
-                            (_SRC / "worker.py").read_text()))
+                            worker))
     names |= set(re.findall(r'"(github_[a-z_]+)"', (_SRC / "web.py").read_text()))
     # blocks a migration's function runs verbatim (test_generic_plans checks the copies)
     for path in (_SRC / "migrations").glob("*.sql"):
