@@ -419,6 +419,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
         work = Path(tmp)
         bench = Bench(args, plan, work)
         results["machine"] = await env.machine_facts(args.admin_dsn)
+        results["machine"]["ours_python"] = machine_speed.interpreter_facts(impls.ours_python())
         log(f"machine {results['machine']}")
         log(f"ours compiled to bytecode in {impls.compile_bytecode():.1f} s (as the image does)")
         async with AsyncExitStack() as stack:
