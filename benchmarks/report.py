@@ -143,6 +143,22 @@ class View:
         return f" ({fmt_range(pairs, 2)})" if len(pairs) > 1 else ""
 
 
+def interpreter_lines(machine: dict[str, Any]) -> list[str]:
+    """Which CPython ran our commands (``HQ_OURS_PYTHON``) and its plain-Python probe; runs
+    recorded before the probe existed say nothing."""
+    ours = machine.get("ours_python")
+    if not ours:
+        return []
+    return [
+        f"* Our tracker, `source` and `hqctl` ran on `{ours.get('executable', '?')}` (CPython "
+        f"{ours.get('version', '?')}; plain-Python probe {ours.get('probe_ms', '?')} ms, lower "
+        "is faster). The container image runs the official `python:3.11-slim-bookworm`, a "
+        "CPython built with profile-guided and link-time optimisation; a build without them "
+        "(pyenv's default) runs our half of the work ~10 % slower "
+        "(benchmarks/notes/optimisations.md). The reference's figures do not depend on it."
+    ]
+
+
 def machine_speed_lines(v: View) -> list[str]:
     """The machine's own speed over the run (benchmarks/compare/machine_speed.py); nothing
     for results recorded before the harness took these readings."""
@@ -472,6 +488,7 @@ def render(
         f"({m.get('pg_settings', '')}). Load average (1/5/15 min) {m.get('load_at_start', '?')} at "
         f"the start, {m.get('load_at_end', '?')} at the end; per-cell 1-minute load before/after "
         "each run is in the tables and the JSON.",
+        *interpreter_lines(m),
         *machine_speed_lines(v),
         "",
         "## What the reference is",
@@ -561,7 +578,10 @@ def render(
         "uv run python -m benchmarks.report benchmarks/results/compare.json   # re-render only",
         "```",
         "",
-        "Without `HQ_REF_BIN_DIR` only ours runs. `--quick` (B, W ∈ {1, 16, 256}, 2 s windows, "
+        "`HQ_OURS_PYTHON=/path/to/venv/bin/python` runs our commands on that interpreter (a "
+        "virtualenv with this project installed, e.g. `UV_PROJECT_ENVIRONMENT=/path/to/venv uv "
+        "sync --frozen --python /usr/bin/python3.11`) instead of the benchmark's own: use one "
+        "built as the image's is. Without `HQ_REF_BIN_DIR` only ours runs. `--quick` (B, W ∈ {1, 16, 256}, 2 s windows, "
         "100k URLs), `--smoke` (tiny), `--scenarios claim,enqueue,pack,import,hqctl`, "
         "`--cells 1x4,16x64`, `--repeat N`, `--measure S`, `--processes N` (ours: "
         "`tracker serve --processes N`).",

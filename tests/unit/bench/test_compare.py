@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import platform
+import sys
 from pathlib import Path
 
 import pytest
 from benchmarks import report
-from benchmarks.compare import machine_speed, procstat, summary
+from benchmarks.compare import impls, machine_speed, procstat, summary
 from benchmarks.compare.cells import Window
 from benchmarks.compare.cells import summarize as summarize_cell
 from benchmarks.loadgen.http import Connection
@@ -214,6 +216,32 @@ def test_cpu_ticks_reads_a_fake_proc(tmp_path: Path) -> None:
 def test_the_speed_probe_times_real_work() -> None:
     probe = machine_speed.speed_probe_ms(rounds=1)
     assert 0 < probe < 10_000
+
+
+def test_interpreter_facts_name_the_interpreter_and_time_real_work() -> None:
+    facts = machine_speed.interpreter_facts(sys.executable)
+    assert facts["executable"] == sys.executable
+    assert facts["version"] == platform.python_version()
+    assert 0 < facts["probe_ms"] < 60_000
+
+
+def test_ours_runs_on_hq_ours_python_when_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(impls.OURS_PYTHON_ENV, raising=False)
+    assert impls.ours_python() == sys.executable
+    monkeypatch.setenv(impls.OURS_PYTHON_ENV, "/opt/other/bin/python")
+    ours = impls.ours(2)
+    assert ours.tracker == ("/opt/other/bin/python", "-m", "hq_apps.cli.tracker")
+    assert ours.source == ("/opt/other/bin/python", "-m", "hq_apps.cli.source")
+    assert ours.serve_extra == ("--processes", "2")
+
+
+def test_report_names_the_interpreter_ours_ran_on() -> None:
+    facts = {"executable": "/v/bin/python", "version": "3.11.2", "probe_ms": 25.1}
+    results = {"implementations": ["ours"], "machine": {"ours_python": facts},
+               "runs": [_run("ours", 123, 0)]}  # fmt: skip
+    doc = report.render(results)
+    assert "ran on `/v/bin/python` (CPython 3.11.2; plain-Python probe 25.1 ms" in doc
+    assert "ran on `" not in report.render({"implementations": ["ours"], "runs": []})
 
 
 def test_cell_summary_divides_cpu_by_requests_in_the_window() -> None:
