@@ -408,6 +408,15 @@ def _row_ratios(v: View, batch: int) -> str:
     return " · ".join(figures) or "–"
 
 
+def _interpreter_note(results: dict[str, Any]) -> str:
+    """`` on CPython 3.11.2 (probe 25.1 ms)`` for a run that recorded our interpreter; earlier
+    runs ran ours on pyenv's CPython 3.11.7 without saying so."""
+    ours = results.get("machine", {}).get("ours_python")
+    if not ours:
+        return ""
+    return f" on CPython {ours.get('version', '?')} (probe {ours.get('probe_ms', '?')} ms)"
+
+
 def other_runs(this: dict[str, Any], others: Sequence[tuple[str, dict[str, Any]]]) -> list[str]:
     """A row per side-by-side run kept on file next to this one: one run's ratios move with the
     machine it ran on (and with that machine's minute), so the same cells from every kept run
@@ -426,7 +435,7 @@ def other_runs(this: dict[str, Any], others: Sequence[tuple[str, dict[str, Any]]
         rows.append([
             f"`{name}`" if name != "this run" else name,
             str(results.get("started", "?"))[:16],
-            f"`{results.get('ours_commit', '?')}`",
+            f"`{results.get('ours_commit', '?')}`" + _interpreter_note(results),
             f"{results.get('machine', {}).get('cpu', '?')}"
             + (f", {statistics.median(probe):.2f} ms" if probe else "")
             + (f", steal ≤ {max(steal):.1f} %" if steal else ""),

@@ -391,6 +391,11 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
     results: dict[str, Any] = {
         "command": " ".join(
             ([f"HQ_REF_BIN_DIR={ref_dir}"] if ref_dir else [])
+            + (
+                [f"{impls.OURS_PYTHON_ENV}={os.environ[impls.OURS_PYTHON_ENV]}"]
+                if os.environ.get(impls.OURS_PYTHON_ENV)
+                else []
+            )
             + ["uv run python -m benchmarks.run", *sys.argv[1:]]
         ),
         "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

@@ -154,10 +154,11 @@ def _side_by_side(ours: float, ref: float, started: str, commit: str) -> dict:
 
 def test_report_shows_the_kept_runs_next_to_this_one_with_the_targets_each_missed() -> None:
     this = _side_by_side(300, 200, "2026-12-04 14:21 UTC", "new1234")
+    this["machine"]["ours_python"] = {"version": "3.11.2", "probe_ms": 25.1}
     older = _side_by_side(180, 200, "2026-12-04 13:12 UTC", "old5678")
     doc = report.render(this, [("compare-old.json", older)])
     assert "## Other runs on file" in doc
-    assert "| this run | 2026-12-04 14:21 | `new1234` | Test CPU, 2.20 ms, steal ≤ 12.2 % | 1.50 | – | none |" in doc
+    assert "| this run | 2026-12-04 14:21 | `new1234` on CPython 3.11.2 (probe 25.1 ms) | Test CPU, 2.20 ms, steal ≤ 12.2 % | 1.50 | – | none |" in doc
     assert (
         "| `compare-old.json` | 2026-12-04 13:12 | `old5678` | Test CPU, 2.20 ms, steal ≤ 12.2 % | 0.90 | – | "
         "claim→complete at B=1: B=1 W=4 0.90× |" in doc
