@@ -13,6 +13,8 @@ external_id project, fresh and re-run) and ``hqctl`` (``hqctl enqueue-source`` o
 ``--pgbouncer`` adds a PgBouncer (transaction mode) path next to the direct one for the
 ``claim`` and ``enqueue`` scenarios. ``HQ_REF_NOTE`` (free text: which commit, which toolchain)
 is recorded with the results and printed where the document says what the reference is.
+``HQ_OURS_PYTHON`` (a virtualenv's ``python`` with this project installed) runs our commands
+on that interpreter instead of this one (``benchmarks/compare/impls.py``).
 """
 
 from __future__ import annotations
