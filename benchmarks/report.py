@@ -493,7 +493,7 @@ def render(
         out.append(f"* Note: {results['note']}")
     out += [
         f"* Machine: {m.get('cpu', '?')}, {m.get('nproc', '?')} cores, kernel {m.get('kernel', '?')}, "
-        f"Python {m.get('python', '?')}; PostgreSQL {m.get('postgresql', '?')} "
+        f"harness on Python {m.get('python', '?')}; PostgreSQL {m.get('postgresql', '?')} "
         f"({m.get('pg_settings', '')}). Load average (1/5/15 min) {m.get('load_at_start', '?')} at "
         f"the start, {m.get('load_at_end', '?')} at the end; per-cell 1-minute load before/after "
         "each run is in the tables and the JSON.",
