@@ -15,6 +15,8 @@ that (they count only this machine's runnable processes). Two readings do:
 from __future__ import annotations
 
 import hashlib
+import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -91,9 +93,6 @@ def interpreter_facts(python: str) -> dict[str, object]:
     timings of a fixed dict-and-string loop (milliseconds; lower is faster). Builds differ by
     ~15-20 % on it (profile-guided and link-time optimisation, or neither), which the
     interpreter-bound half of our tracker's CPU follows and the reference's does not."""
-    import json
-    import subprocess
-
     done = subprocess.run(
         [python, "-c", _INTERPRETER_PROBE], capture_output=True, text=True, check=True
     )
