@@ -61,8 +61,8 @@ OURS_PYTHON_ENV = "HQ_OURS_PYTHON"
 """The interpreter that runs our commands (a virtualenv's ``python`` with this project
 installed); by default the one running the benchmark. The container image runs CPython built
 with profile-guided and link-time optimisation (``python:3.11-slim-bookworm``); an interpreter
-built without them (pyenv's default build) runs our code ~15-20 % slower, and the reference's
-figures do not depend on it. docs/performance.md records which one ran and how fast it is."""
+built without them (pyenv's default build) ran plain Python ~15 % slower here and cost our
+tracker ~10 % more CPU per worker request; the reference's figures do not depend on it. docs/performance.md records which one ran and how fast it is."""
 
 
 def ours_python() -> str:
