@@ -61,7 +61,7 @@ OURS_PYTHON_ENV = "HQ_OURS_PYTHON"
 """The interpreter that runs our commands (a virtualenv's ``python`` with this project
 installed); by default the one running the benchmark. The container image runs CPython built
 with profile-guided and link-time optimisation (``python:3.11-slim-bookworm``); an interpreter
-built without them (pyenv's default build) ran plain Python ~15 % slower here and cost our
+built without them (pyenv's default build) ran plain Python ~20 % slower here and cost our
 tracker ~10 % more CPU per worker request; the reference's figures do not depend on it. docs/performance.md records which one ran and how fast it is."""
 
 

@@ -91,7 +91,7 @@ print(json.dumps({
 def interpreter_facts(python: str) -> dict[str, object]:
     """Which CPython runs our commands and how fast it runs plain Python: the best of three
     timings of a fixed dict-and-string loop (milliseconds; lower is faster). Builds differ by
-    ~15 % on it (profile-guided and link-time optimisation, or neither); the interpreter-bound
+    ~20 % on it (profile-guided and link-time optimisation, or neither); the interpreter-bound
     part of our tracker's CPU follows, the reference's does not."""
     done = subprocess.run(
         [python, "-c", _INTERPRETER_PROBE], capture_output=True, text=True, check=True
