@@ -154,8 +154,8 @@ def interpreter_lines(machine: dict[str, Any]) -> list[str]:
         f"{ours.get('version', '?')}; plain-Python probe {ours.get('probe_ms', '?')} ms, lower "
         "is faster). The container image runs the official `python:3.11-slim-bookworm`, a "
         "CPython built with profile-guided and link-time optimisation; a build without them "
-        "(pyenv's default) runs our half of the work ~10 % slower "
-        "(benchmarks/notes/optimisations.md). The reference's figures do not depend on it."
+        "(pyenv's default) costs our tracker more CPU per request (measured in "
+        "benchmarks/notes/optimisations.md, row 47). The reference's figures do not depend on it."
     ]
 
 
