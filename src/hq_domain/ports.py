@@ -30,8 +30,10 @@ from hq_domain.worker_tally import Tallies
 
 R = TypeVar("R")
 Gated = tuple[Principal | None, Project | None, R | None]
-"""What a ``gated_*`` call read for the gate (token owner, project) and the operation's result,
-None when the gate did not pass."""
+"""What a ``gated_*`` call read for the gate and what its operation returned: the token's owner;
+the project, only when the gate did not pass (the caller raises the gate's error from it; a
+passing gate has none to raise, and the PostgreSQL adapter no longer reads it back then:
+migration 0020); the operation's result, None exactly when the gate did not pass."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +75,8 @@ class WorkerPort(Protocol):
     ) -> Gated[ClaimResult]:
         """``worker_gate`` then, only when :func:`hq_domain.worker.gate_passes`, ``claim`` for
         the token's user (raising what it raises): the result is None exactly when the gate
-        does not pass. One round trip on the PostgreSQL adapter for small batches."""
+        does not pass, and the project is None when it does (:data:`Gated`). One round trip on
+        the PostgreSQL adapter for small batches."""
         ...
 
     async def gated_complete(

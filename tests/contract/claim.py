@@ -246,7 +246,8 @@ class ClaimContract:
     async def test_gated_calls_run_only_when_the_gate_passes(self, store, clock, max_jobs):
         """gated_* = worker_gate, then the operation exactly when gate_passes: every gate
         failure (unknown/revoked token, non-ID project, missing project, inactive or non-worker
-        user, version not allowed) returns no result and writes nothing."""
+        user, version not allowed) returns no result, what worker_gate reads, and writes
+        nothing; a passing gate returns the result and no project."""
         await worker_user(store)
         await store.set_machine_token(WORKER_USER, "tok-w")
         await store.put_user("adm", UserStatus.ACTIVE, [Role.ADMIN])
@@ -265,19 +266,19 @@ class ClaimContract:
             assert not gate_passes(principal, found, project, version)
         assert (await counts(store))["todo"] == 2
         principal, found, result = await store.gated_claim("tok-w", "p1", "v 2", req)
-        assert principal.user_id == WORKER_USER and found.id == "p1"
+        assert principal.user_id == WORKER_USER and found is None  # nothing to raise from
         assert len(result.jobs) == min(2, max_jobs)
         refs = [ref(j.job_id, j.attempt_id) for j in result.jobs]
         for op in ("extend", "fail", "complete"):
             for token, version in [("nope", "v1"), ("tok-a", "v1"), ("tok-w", "v3")]:
                 assert (await self._gated(store, op, token, version, refs))[2] is None
-        [extended] = (await self._gated(store, "extend", "tok-w", "v1", refs[:1]))[2]
-        assert extended.applied and extended.lease_expires_at == now_s(clock) + 30
-        [failed] = (await self._gated(store, "fail", "tok-w", "v1", refs[:1]))[2]
-        assert failed.applied and failed.job_status is JobStatus.TODO
+        _, found, [extended] = await self._gated(store, "extend", "tok-w", "v1", refs[:1])
+        assert found is None and extended.applied and extended.lease_expires_at == now_s(clock) + 30
+        _, found, [failed] = await self._gated(store, "fail", "tok-w", "v1", refs[:1])
+        assert found is None and failed.applied and failed.job_status is JobStatus.TODO
         if len(refs) > 1:
-            [done] = (await self._gated(store, "complete", "tok-w", "v1", refs[1:]))[2]
-            assert done.applied and done.job_status is JobStatus.DONE
+            _, found, [done] = await self._gated(store, "complete", "tok-w", "v1", refs[1:])
+            assert found is None and done.applied and done.job_status is JobStatus.DONE
         await store.revoke_machine_token(WORKER_USER)
         assert (await store.gated_claim("tok-w", "p1", "v1", req))[2] is None
         await store.put_user(WORKER_USER, UserStatus.SUSPENDED, [Role.WORKER])

@@ -93,8 +93,14 @@ async def _setup(
         await conn.execute("INSERT INTO tracker_workers VALUES ('w', $1)", mapped)
 
 
-async def _gate(conn: asyncpg.Connection, version: str) -> asyncpg.Record:
-    return await conn.fetchrow(_block("gate_row"), DIGEST, "p", version)
+async def _gate(conn: asyncpg.Connection, version: str) -> tuple[bool, tuple[Any, ...]]:
+    """Whether the gate passes, and the head of a gated function's row: the project as JSON
+    only for a gate that does not pass (migration 0020)."""
+    g = await conn.fetchrow(_block("gate_row"), DIGEST, "p", version)
+    project = None if g["passes"] else await conn.fetchval(
+        "SELECT row_to_json(p)::text FROM tracker_projects p WHERE p.id = 'p'"
+    )
+    return g["passes"], (g["user_id"], g["user_status"], g["user_roles"], project)
 
 
 CASES = [
@@ -132,13 +138,12 @@ async def test_gated_claim_as_the_gate_then_the_claim_function(
             return tuple(await conn.fetchrow(sql, *gated_args))
 
         async def composed() -> tuple[Any, ...]:
-            g = await _gate(conn, version)
-            head = (g["user_id"], g["user_status"], g["user_roles"], g["project"])
-            if not g["passes"]:
+            passes, head = await _gate(conn, version)
+            if not passes:
                 return (*head, False, None, None, None, None, None, None, None, None)
             rows = await conn.fetch(
                 f"SELECT * FROM tracker_claim_op_{hint}($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-                "p", [], max_jobs, attempts, "w", NOW + 300, NOW, g["user_id"], 256,
+                "p", [], max_jobs, attempts, "w", NOW + 300, NOW, head[0], 256,
                 ALLOWED_STATUSES[WorkerOp.CLAIM],
             )  # fmt: skip
             got = sorted((r for r in rows if r["job_id"] is not None), key=lambda r: r["ord"])
@@ -199,11 +204,10 @@ async def test_gated_item_forms_as_the_gate_then_the_item_function(
             return tuple(await conn.fetchrow(sql, *gated_args))
 
         async def composed() -> tuple[Any, ...]:
-            g = await _gate(conn, version)
-            head = (g["user_id"], g["user_status"], g["user_roles"], g["project"])
-            if not g["passes"]:
+            passes, head = await _gate(conn, version)
+            if not passes:
                 return (*head, False, None, None)
-            args = ["p", "w", jobs, attempts, *tail, g["user_id"], allowed]
+            args = ["p", "w", jobs, attempts, *tail, head[0], allowed]
             marks = ", ".join(f"${k}" for k in range(1, len(args) + 1))
             form = "one" if n == 1 else "op"
             r = await conn.fetchrow(f"SELECT * FROM tracker_{op}_{form}({marks})", *args)

@@ -78,7 +78,7 @@ class MemoryStore:
         principal, project = await self.worker_gate(token, project_id)
         if principal is None or not gate_passes(principal, project, project_id, client_version):
             return principal, project, None
-        return principal, project, await op(principal.user_id)
+        return principal, None, await op(principal.user_id)
 
     async def gated_claim(
         self, token: str, project_id: str, client_version: str, request: ClaimRequest

@@ -313,7 +313,7 @@ class PostgresWorker:
         principal, project = await self.worker_gate(token, project_id)
         if principal is None or not gate_passes(principal, project, project_id, client_version):
             return principal, project, None
-        return principal, project, await op(principal.user_id)
+        return principal, None, await op(principal.user_id)
 
     async def gated_claim(
         self, token: str, project_id: str, client_version: str, request: ClaimRequest
@@ -345,7 +345,7 @@ class PostgresWorker:
             return principal, project, None
         assert principal is not None
         if not r["fast"]:
-            return principal, project, await self.claim_in_steps(principal.user_id, project_id, request)
+            return principal, None, await self.claim_in_steps(principal.user_id, project_id, request)
         jobs = [
             ClaimedJob(job_id, attempt_id, lease, value, external_id, rows.load(spec) or {})
             for job_id, attempt_id, lease, value, external_id, spec in zip(
@@ -354,7 +354,7 @@ class PostgresWorker:
             )
         ]
         result = ClaimResult(project_id, jobs, UNLIMITED_RETRY_AFTER_MS, r["policy_version"])
-        return principal, project, result
+        return principal, None, result
 
     async def _gated_mutate(
         self, op: WorkerOp, token: str, project_id: str, client_version: str,
@@ -374,7 +374,7 @@ class PostgresWorker:
         if not r["ran"]:
             return principal, project, None
         assert principal is not None
-        return principal, project, await self._mutate(op, args, principal.user_id, r)
+        return principal, None, await self._mutate(op, args, principal.user_id, r)
 
     async def gated_complete(
         self, token: str, project_id: str, client_version: str, worker_id: str,

@@ -89,7 +89,8 @@ def _project_of_json(text: str) -> Project:
 
 
 def gate_row(r: asyncpg.Record) -> tuple[Principal | None, Project | None]:
-    """Token owner and project of a tracker_gated_* row (the project row as JSON text)."""
+    """Token owner and project of a tracker_gated_* row (the project row as JSON text, which
+    only a gate that did not pass returns: migration 0020)."""
     text = r["project"]
     return principal_of(r), None if text is None else _project_of_json(text)
 

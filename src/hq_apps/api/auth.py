@@ -90,6 +90,20 @@ def check_worker_gate(
     return principal, project
 
 
+def gated_principal(
+    request: Incoming, found: Principal | None, project: Project | None, project_id: str,
+    ran: bool,
+) -> Principal:
+    """The caller of a ``WorkerPort.gated_*`` call. When its operation ran, the gate passed and
+    there is nothing to raise (the store returns no project then: :data:`~hq_domain.ports.Gated`);
+    otherwise :func:`check_worker_gate` raises the gate's error in the wire order, or returns
+    the caller when the gate passes now (a user or project changed between the reads; the
+    route then runs the operation on its own)."""
+    if ran:
+        return _known(request, found)
+    return check_worker_gate(request, found, project, project_id)[0]
+
+
 async def worker_gate(
     request: Incoming, store: WorkerPort, project_id: str
 ) -> tuple[Principal, Project]:

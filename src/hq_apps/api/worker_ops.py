@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 from hq_apps.api import observers
 from hq_apps.api import wire_in as w
-from hq_apps.api.auth import check_worker_gate, client_version, request_token, worker_gate
+from hq_apps.api.auth import client_version, gated_principal, request_token, worker_gate
 from hq_apps.api.http import Incoming, read_early, read_json
 from hq_apps.api.requestlog import set_worker_id
 from hq_apps.api.wire_out import BatchResultOut, ClaimOut, claim_out, item_results
@@ -108,9 +108,9 @@ class WorkerOps:
             found, project, result = await store.gated_claim(
                 token, project_id, client_version(request), req
             )
-            principal, _ = check_worker_gate(request, found, project, project_id)
+            principal = gated_principal(request, found, project, project_id, result is not None)
             set_worker_id(request.scope, req.worker_id)
-            if result is None:  # not expected: the gate passed, so the claim should have run
+            if result is None:  # the gate passes only as re-checked here: something changed
                 result = await store.claim(principal.user_id, project_id, req)
             observers.current.claim(project_id, len(result.jobs))
             return claim_out(result)
@@ -133,7 +133,7 @@ class WorkerOps:
             found, project, results = await kind.gated(
                 token, project_id, client_version(request), worker_id, items
             )
-            principal, _ = check_worker_gate(request, found, project, project_id)
+            principal = gated_principal(request, found, project, project_id, results is not None)
             set_worker_id(request.scope, worker_id)
             if results is None:
                 results = await kind.plain(principal.user_id, project_id, worker_id, items)
@@ -172,7 +172,7 @@ class WorkerOps:
             found, project, results = await store.gated_extend_lease(
                 token, project_id, client_version(request), worker_id, seconds, refs
             )
-            principal, _ = check_worker_gate(request, found, project, project_id)
+            principal = gated_principal(request, found, project, project_id, results is not None)
             set_worker_id(request.scope, worker_id)
             if results is None:
                 results = await store.extend_lease(

@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 from hq_domain.users import Role, UserStatus
+from hq_domain.worker import ClaimRequest
 from tests.unit.api.conftest import ADMIN, VERSION, WORKER, Api, error
 
 
@@ -200,3 +201,29 @@ async def test_worker_gate_order_with_a_valid_small_body(api: Api, route: str) -
     r = await post("p", WORKER, bodies[route])
     assert r.status_code == 200
     assert [m.worker_id for m in await api.store.list_worker_mappings(None, 10)] == ["w"]
+
+
+async def test_a_refused_gate_that_passes_when_rechecked_runs_the_operation(api: Api) -> None:
+    """A refused gated call returns the project for the route to raise the gate's error from;
+    the PostgreSQL store reads it after the verdict, in a second statement (migration 0020),
+    so an allowlist changed in between can let the re-check pass where the verdict did not.
+    The route then claims on its own."""
+    await api.put_project("p")
+    r = await api.enqueue("p", [{"id": "a", "value": "a"}])
+    assert r.status_code == 200, r.text
+    real = api.store.gated_claim
+    seen: list[tuple[object, object]] = []
+
+    async def verdict_read_before_the_allowlist_changed(
+        token: str, project_id: str, _version: str, request: ClaimRequest
+    ) -> object:
+        found, project, result = await real(token, project_id, "v0", request)
+        seen.append((project, result))
+        return found, project, result
+
+    api.store.gated_claim = verdict_read_before_the_allowlist_changed  # type: ignore[method-assign]
+    r = await api.claim("p", max_jobs=1)
+    assert r.status_code == 200, r.text
+    assert [j["value"] for j in r.json()["jobs"]] == ["a"]
+    [(project, result)] = seen
+    assert result is None and project is not None and VERSION in project.client_versions

@@ -1,12 +1,12 @@
 -- name: gate_row
 -- The worker gate read (spec §1.6 steps 1–5) that the gated functions of migration 0011 run
 -- in front of the operation, verbatim, in the same round trip: $1 token digest, $2 project
--- (NULL unless an ID), $3 client version. One row: the token's owner and the project (as
--- JSON), each NULL when absent, and whether the gate lets the request through
--- (hq_domain.worker.gate_passes; the caller raises the error in the wire order otherwise).
+-- (NULL unless an ID), $3 client version. One row: the token's owner (NULL when absent) and
+-- whether the gate lets the request through (hq_domain.worker.gate_passes). Only a gate that
+-- does not pass reads the project, as JSON, for the caller to raise the error from in the
+-- wire order (migration 0020: benchmarks/notes/optimisations.md, row 48).
 -- Inlined rather than called: a function of its own cost as much again as the query.
 SELECT u.id AS user_id, u.status AS user_status, u.roles AS user_roles,
-       CASE WHEN p.id IS NOT NULL THEN row_to_json(p)::text END AS project,
        COALESCE(tracker_rule_active_worker(u.status, u.roles)
                 AND u.id ~ '^[A-Za-z0-9._:-]{1,128}$' AND $3 = ANY (p.client_versions), false)
            AS passes
