@@ -62,7 +62,8 @@ OURS_PYTHON_ENV = "HQ_OURS_PYTHON"
 installed); by default the one running the benchmark. The container image runs CPython built
 with profile-guided and link-time optimisation (``python:3.11-slim-bookworm``); an interpreter
 built without them (pyenv's default build) ran plain Python ~20 % slower here and cost our
-tracker ~10 % more CPU per worker request; the reference's figures do not depend on it. docs/performance.md records which one ran and how fast it is."""
+tracker ~10 % more CPU per worker request; the reference's figures do not depend on it.
+docs/performance.md records which one ran and how fast it is."""
 
 
 def ours_python() -> str:
