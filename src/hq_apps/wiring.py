@@ -115,6 +115,9 @@ async def serve(
             timeout_graceful_shutdown=SHUTDOWN_DRAIN_S,
         )
         server = uvicorn.Server(config)
+        count_connections_with = getattr(store, "count_connections_with", None)
+        if count_connections_with is not None:  # the lanes' rule (hq_adapters.postgres.database)
+            count_connections_with(lambda: len(server.server_state.connections))
         sockets = None if handoff is None else []  # a child listens on nothing itself
         fields: dict[str, object] = {"listen": f"{host}:{port}", "web": settings.web is not None}
         if process_index is not None:

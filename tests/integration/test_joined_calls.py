@@ -195,3 +195,49 @@ async def test_calls_beyond_the_worker_lanes_join_while_connections_are_free(
         assert len((await waiting)[2].jobs) == 1
     finally:
         await store.close()
+
+
+async def test_a_call_nobody_could_join_takes_a_free_connection_instead_of_waiting(
+    pg_dsn: str, joined_runs: list[int]
+) -> None:
+    store = await connect(pg_dsn, SystemClock(), min_size=1, max_size=3, worker_lanes=1)
+    try:
+        await store.bootstrap_user("u", [Role.ADMIN, Role.WORKER], TOKEN)
+        await store.put_project("p", ProjectPut(status="active", identity_mode="none",
+                                                client_versions=("t",)))  # fmt: skip
+        await store.enqueue("p", [JobSpec(value=f"https://e/{i}") for i in range(JOBS)])
+        connections = [2]
+        store.count_connections_with(lambda: connections[0])
+
+        def claim(worker: str) -> Any:
+            return store.worker.gated_claim(TOKEN, "p", "t", ClaimRequest(worker, 1, 60, (), 1))
+
+        await store.database._lanes.acquire()  # a worker statement holds the only lane
+        try:
+            # Two connections and one lane: the other request is the one on the lane, so
+            # nothing could join this call, and it runs at once on a free connection.
+            alone = await asyncio.wait_for(claim("alone"), 5)
+            assert len(alone[2].jobs) == 1
+            # A third connection could send a request to join it: the call waits.
+            connections[0] = 3
+            waiting = asyncio.create_task(claim("late"))
+            await asyncio.sleep(0.05)
+            assert not waiting.done()
+        finally:
+            store.database._lanes.release()
+        assert len((await waiting)[2].jobs) == 1
+        assert joined_runs == []
+    finally:
+        await store.close()
+
+
+async def test_the_connection_rule_never_takes_a_connection_that_is_not_free(
+    store: PostgresStore, joined_runs: list[int]
+) -> None:
+    store.count_connections_with(lambda: 1)
+    claims = await _while_busy(store, *(
+        store.worker.gated_claim(TOKEN, "p", "t", ClaimRequest(f"w{i}", 1, 60, (), 1))
+        for i in range(2)
+    ))  # fmt: skip
+    assert [len(result.jobs) for _p, _q, result in claims] == [1, 1]
+    assert joined_runs == [2]  # they waited for the one connection and ran as one statement

@@ -7,7 +7,7 @@ identity hints) lives in the port's own class (``worker.py``, ``enqueue.py``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -54,7 +54,9 @@ class Database:
         self._clock = clock
         self._gate = FairGate(pool.get_max_size())
         # worker calls that may join (fetchrow_joined) run at most this many at once
-        self._lanes = FairGate(min(worker_lanes or pool.get_max_size(), pool.get_max_size()))
+        self._lane_count = min(worker_lanes or pool.get_max_size(), pool.get_max_size())
+        self._lanes = FairGate(self._lane_count)
+        self._connections: Callable[[], int] | None = None
         self._kept: list[Any] = []
         self._closing = False
         self._joiner = Joiner(self._run_group)
@@ -145,16 +147,37 @@ class Database:
         the pool stays for everything else. Fewer lanes than connections make more calls
         join: on two cores, one lane per process served more jobs/s at every measured size
         than four (benchmarks/notes/optimisations.md, row 45). A call of more than
-        ``MAX_ITEMS`` items (jobs claimed or completed) always runs alone, outside the lanes."""
+        ``MAX_ITEMS`` items (jobs claimed or completed) always runs alone, outside the lanes,
+        and so does a call that no other request could come to join
+        (:meth:`count_connections_with`)."""
         if items > MAX_ITEMS:
             return await self._one("fetchrow", name, args)
-        if self._lanes.free and self._gate.free:
-            await self._lanes.acquire()  # free: returns at once
-            try:
+        if self._gate.free:
+            if self._lanes.free:
+                await self._lanes.acquire()  # free: returns at once
+                try:
+                    return await self._one("fetchrow", name, args)
+                finally:
+                    self._lanes.release()
+            if self._nobody_could_join():
                 return await self._one("fetchrow", name, args)
-            finally:
-                self._lanes.release()
         return await self._joiner.join(name, joined, key, args)
+
+    def count_connections_with(self, count: Callable[[], int]) -> None:
+        """``count()`` is how many client connections this process holds; the serving
+        process sets it (``hq_apps.wiring.serve``).
+
+        A worker call waits for a lane only so that other calls can join it. Each connection
+        has at most one request in flight, so while the process holds no more connections than
+        its lanes plus one, every other request is already running on a lane, and a waiting
+        call would wait alone: it takes a free connection instead. On two processes with two
+        workers each, that served 8–10 % more jobs/s at W=4 (benchmarks/notes/optimisations.md,
+        row 49). With more connections the calls wait and join as before."""
+        self._connections = count
+
+    def _nobody_could_join(self) -> bool:
+        count = self._connections
+        return count is not None and count() <= self._lane_count + 1
 
     async def _run_group(self, group: Group) -> None:
         """A group's task: wait for a lane and then in the gate's line, then run the group's

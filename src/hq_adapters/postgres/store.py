@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import enum
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import asyncpg
@@ -138,6 +139,10 @@ class PostgresStore:
     def pool_stats(self) -> tuple[int, int]:
         """(open connections, idle connections) of the pool, for the metrics gauge."""
         return self.database.pool_stats()
+
+    def count_connections_with(self, count: Callable[[], int]) -> None:
+        """:meth:`Database.count_connections_with`: the serving process's client connections."""
+        self.database.count_connections_with(count)
 
 
 async def keep_session(conn: asyncpg.Connection) -> None:
