@@ -6,6 +6,7 @@ the real app."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -27,9 +28,11 @@ TOKEN = "wk-token"
 JOBS = 40
 
 
-@pytest.fixture
-async def store(pg_dsn: str) -> AsyncIterator[PostgresStore]:
-    store = await connect(pg_dsn, SystemClock(), min_size=1, max_size=1)  # one connection
+@contextlib.asynccontextmanager
+async def _seeded(pg_dsn: str, **pool: Any) -> AsyncIterator[PostgresStore]:
+    """A store (``connect``'s pool options ``pool``) with a worker token and project "p" of
+    ``JOBS`` queued jobs, closed afterwards."""
+    store = await connect(pg_dsn, SystemClock(), min_size=1, **pool)
     try:
         await store.bootstrap_user("u", [Role.ADMIN, Role.WORKER], TOKEN)
         await store.put_project("p", ProjectPut(status="active", identity_mode="none", client_versions=("t",)))
@@ -37,6 +40,12 @@ async def store(pg_dsn: str) -> AsyncIterator[PostgresStore]:
         yield store
     finally:
         await store.close()
+
+
+@pytest.fixture
+async def store(pg_dsn: str) -> AsyncIterator[PostgresStore]:
+    async with _seeded(pg_dsn, max_size=1) as store:  # one connection
+        yield store
 
 
 @pytest.fixture
@@ -169,12 +178,7 @@ async def test_large_requests_wait_alone(store: PostgresStore, joined_runs: list
 async def test_calls_beyond_the_worker_lanes_join_while_connections_are_free(
     pg_dsn: str, joined_runs: list[int]
 ) -> None:
-    store = await connect(pg_dsn, SystemClock(), min_size=1, max_size=3, worker_lanes=1)
-    try:
-        await store.bootstrap_user("u", [Role.ADMIN, Role.WORKER], TOKEN)
-        await store.put_project("p", ProjectPut(status="active", identity_mode="none",
-                                                client_versions=("t",)))  # fmt: skip
-        await store.enqueue("p", [JobSpec(value=f"https://e/{i}") for i in range(JOBS)])
+    async with _seeded(pg_dsn, max_size=3, worker_lanes=1) as store:
         claims = await asyncio.gather(*(
             store.worker.gated_claim(TOKEN, "p", "t", ClaimRequest(f"w{i}", 2, 60, (), 1))
             for i in range(5)
@@ -193,19 +197,12 @@ async def test_calls_beyond_the_worker_lanes_join_while_connections_are_free(
         assert summary is not None and summary.job_counts.wip == 10
         store.database._lanes.release()
         assert len((await waiting)[2].jobs) == 1
-    finally:
-        await store.close()
 
 
 async def test_a_call_nobody_could_join_takes_a_free_connection_instead_of_waiting(
     pg_dsn: str, joined_runs: list[int]
 ) -> None:
-    store = await connect(pg_dsn, SystemClock(), min_size=1, max_size=3, worker_lanes=1)
-    try:
-        await store.bootstrap_user("u", [Role.ADMIN, Role.WORKER], TOKEN)
-        await store.put_project("p", ProjectPut(status="active", identity_mode="none",
-                                                client_versions=("t",)))  # fmt: skip
-        await store.enqueue("p", [JobSpec(value=f"https://e/{i}") for i in range(JOBS)])
+    async with _seeded(pg_dsn, max_size=3, worker_lanes=1) as store:
         connections = [2]
         store.count_connections_with(lambda: connections[0])
 
@@ -227,8 +224,6 @@ async def test_a_call_nobody_could_join_takes_a_free_connection_instead_of_waiti
             store.database._lanes.release()
         assert len((await waiting)[2].jobs) == 1
         assert joined_runs == []
-    finally:
-        await store.close()
 
 
 async def test_the_connection_rule_never_takes_a_connection_that_is_not_free(
