@@ -171,8 +171,10 @@ class Database:
         has at most one request in flight, so while the process holds no more connections than
         its lanes plus one, every other request is already running on a lane, and a waiting
         call would wait alone: it takes a free connection instead. On two processes with two
-        workers each, that served 8–10 % more jobs/s at W=4 (benchmarks/notes/optimisations.md,
-        row 49). With more connections the calls wait and join as before."""
+        workers each, that served 8–10 % more jobs/s at W=4 on an Intel Xeon VM and made no
+        measurable difference on an AMD EPYC one (benchmarks/notes/optimisations.md, row 49
+        and the twenty-eighth session). With more connections the calls wait and join as
+        before."""
         self._connections = count
 
     def _nobody_could_join(self) -> bool:
