@@ -10,9 +10,10 @@ latency was the unit's p99 (benchmarks/notes/optimisations.md, row 26).
 Now only the parent accepts. It passes each new connection's descriptor over a private
 datagram socket (``SCM_RIGHTS``) to the child with the fewest open connections among those
 ready, and closes its own copy; the child adopts it into its event loop as if it had accepted
-it. Each child counts its open connections in a shared array: the parent adds one when it
-hands a connection over, the child takes one off when that connection closes. A connection
-costs the parent one ``accept`` and one ``sendmsg``; requests never pass through it.
+it. Each child's open connections are counted in shared memory without a lock
+(:class:`OpenConnections`): the parent counts the connections it hands over, the child the ones
+that close. A connection costs the parent one ``accept`` and one ``sendmsg``; requests never
+pass through it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import multiprocessing
 import select
 import socket
 import threading
@@ -48,6 +50,47 @@ def channel_pair() -> tuple[socket.socket, socket.socket]:
     return parent, child
 
 
+class OpenConnections:
+    """How many connections each child holds: those the parent handed over minus those the
+    child closed, in two shared arrays with no lock.
+
+    Each cell has one writer: ``handed`` the parent (its accept thread and its supervisor,
+    which share a thread lock), ``closed[i]`` child i alone, or the parent while no child i
+    runs. A reader may see a count a connection behind, which only shifts one choice of child.
+    A lock shared with the children is what this replaces: a child killed (SIGKILL, the OOM
+    killer) while holding it left it held, and the parent's next hand-over or restart waited
+    on it forever, so the unit stopped taking connections.
+    """
+
+    def __init__(self, n: int, ctx: Any = None) -> None:
+        ctx = ctx or multiprocessing.get_context("spawn")
+        self.handed: Any = ctx.RawArray("q", n)
+        self.closed: Any = ctx.RawArray("q", n)
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self.handed)
+
+    def snapshot(self) -> list[int]:
+        return [self.handed[i] - self.closed[i] for i in range(len(self.handed))]
+
+    def add(self, index: int, n: int) -> None:
+        """The parent handed ``n`` connections to child ``index`` (``-n``: one it could not)."""
+        with self._lock:
+            self.handed[index] += n
+
+    def restart(self, index: int) -> None:
+        """Child ``index`` starts from zero; only while no child ``index`` runs."""
+        with self._lock:
+            self.handed[index] = 0
+            self.closed[index] = 0
+
+
+def count_closed(closed: Any, index: int) -> None:
+    """In child ``index``: one of its connections closed (it is the cell's only writer)."""
+    closed[index] += 1
+
+
 def least_busy(open_connections: Sequence[int], available: Sequence[bool]) -> list[int]:
     """Indexes of the available children, fewest open connections first (ties by index)."""
     return sorted((i for i, ok in enumerate(available) if ok), key=lambda i: open_connections[i])
@@ -57,11 +100,12 @@ class Dispatcher:
     """The parent's accept loop (a daemon thread) and its choice of child.
 
     ``channels[i]`` is the parent end of child i's channel (``None`` while none is running),
-    ``ready(i)`` says whether child i serves yet, ``counts`` is the shared array of open
-    connections per child.
+    ``ready(i)`` says whether child i serves yet, ``counts`` the open connections per child.
     """
 
-    def __init__(self, listener: socket.socket, counts: Any, ready: Callable[[int], bool]) -> None:
+    def __init__(
+        self, listener: socket.socket, counts: OpenConnections, ready: Callable[[int], bool]
+    ) -> None:
         self._listener = listener
         self._counts = counts
         self._ready = ready
@@ -83,8 +127,7 @@ class Dispatcher:
     def replace_channel(self, index: int, channel: socket.socket) -> None:
         """A (re)started child's channel; its count starts from zero."""
         old, self.channels[index] = self.channels[index], channel
-        with self._counts.get_lock():
-            self._counts[index] = 0
+        self._counts.restart(index)
         if old is not None:
             old.close()
 
@@ -129,21 +172,18 @@ class Dispatcher:
         could take it."""
         n = len(self.channels)
         self._full = []
-        with self._counts.get_lock():
-            counts = [self._counts[i] for i in range(n)]
+        counts = self._counts.snapshot()
         available = [self.channels[i] is not None and self._ready(i) for i in range(n)]
         for i in least_busy(counts, available):
             channel = self.channels[i]
             if channel is None:
                 continue
-            with self._counts.get_lock():
-                self._counts[i] += 1
+            self._counts.add(i, 1)
             try:
                 socket.send_fds(channel, [_TOKEN], [conn.fileno()])
                 return True
             except OSError as e:  # the child is gone or its channel is full: try the next
-                with self._counts.get_lock():
-                    self._counts[i] -= 1
+                self._counts.add(i, -1)
                 if isinstance(e, BlockingIOError):
                     self._full.append(channel)
         return False
@@ -152,17 +192,17 @@ class Dispatcher:
 def adopt_connections(
     channel: socket.socket,
     make_protocol: Callable[[], asyncio.Protocol],
-    counts: Any,
+    closed_counts: Any,
     index: int,
 ) -> Callable[[], None]:
     """In a child: adopt every connection the parent sends over ``channel`` into the running
-    loop with ``make_protocol``'s protocols. Returns a function that stops adopting."""
+    loop with ``make_protocol``'s protocols, counting each one's close in ``closed_counts``
+    (:attr:`OpenConnections.closed`). Returns a function that stops adopting."""
     loop = asyncio.get_running_loop()
     channel.setblocking(False)
 
     def closed() -> None:
-        with counts.get_lock():
-            counts[index] -= 1
+        count_closed(closed_counts, index)
 
     def counted() -> asyncio.Protocol:
         protocol = make_protocol()

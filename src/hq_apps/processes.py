@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from hq_apps.handoff import Dispatcher, channel_pair
+from hq_apps.handoff import Dispatcher, OpenConnections, channel_pair
 from hq_apps.settings import Settings
 
 log = logging.getLogger("hq.tracker")
@@ -76,19 +76,29 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 def _child_main(settings: Settings, host: str, port: int, channel: socket.socket, counts: Any,
                 index: int, ready: Any) -> None:  # fmt: skip
-    """Entry point of one child (runs in a fresh interpreter)."""
+    """Entry point of one child (runs in a fresh interpreter). ``ready`` is its shared
+    started flag (:func:`_mark_ready`)."""
     from hq_apps import logging as hq_logging
     from hq_apps import wiring
 
     hq_logging.configure()
     try:
         wiring.run(wiring.serve(settings, host, port, handoff=(channel, counts),
-                                on_started=ready.set, process_index=index))  # fmt: skip
+                                on_started=lambda: _mark_ready(ready),
+                                process_index=index))  # fmt: skip
     except KeyboardInterrupt:
         pass
     except Exception as exc:
         print(hq_logging.error_line(f"{type(exc).__name__}: {exc}"), file=sys.stderr, flush=True)
         sys.exit(1)
+
+
+def _mark_ready(flag: Any) -> None:
+    """Set a child's started flag: a shared byte with no lock, which the child alone writes
+    once. A ``multiprocessing.Event`` takes a lock shared with the parent, and a child killed
+    inside ``set()`` would leave it held for every later ``is_set()`` (as the open-connection
+    counts could, :class:`~hq_apps.handoff.OpenConnections`)."""
+    flag.value = 1
 
 
 @dataclass
@@ -110,17 +120,18 @@ class Supervisor:
 
     def __post_init__(self) -> None:
         self._ctx = multiprocessing.get_context("spawn")
-        self._counts: Any = self._ctx.Array("i", self.settings.processes)
+        self._counts = OpenConnections(self.settings.processes, self._ctx)
         self._dispatcher: Dispatcher | None = None
 
     def _start(self, index: int) -> _Child:
-        ready = self._ctx.Event()
+        ready = self._ctx.RawValue("b", 0)
         parent_end, child_end = channel_pair()
         if self._dispatcher is not None:
             self._dispatcher.replace_channel(index, parent_end)
         process = self._ctx.Process(
             target=_child_main,
-            args=(self.settings, self.host, self.port, child_end, self._counts, index, ready),
+            args=(self.settings, self.host, self.port, child_end, self._counts.closed, index,
+                  ready),
             name=f"hq-tracker-{index}",
             daemon=False,
         )
@@ -132,7 +143,7 @@ class Supervisor:
         if index >= len(self.children):
             return False
         child = self.children[index]
-        return child.ready.is_set() and child.process.is_alive()
+        return child.ready.value == 1 and child.process.is_alive()
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self.stop_requested = True
@@ -168,11 +179,11 @@ class Supervisor:
 
     def _wait_started(self) -> int:
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not all(c.ready.is_set() for c in self.children):
+        while not all(c.ready.value == 1 for c in self.children):
             if self.stop_requested:
                 return 0
             for c in self.children:
-                if not c.ready.is_set() and not c.process.is_alive():
+                if c.ready.value != 1 and not c.process.is_alive():
                     log.error(
                         "tracker process failed to start",
                         extra={"fields": {"process": c.index, "exitcode": c.process.exitcode}},

@@ -28,7 +28,7 @@ class RecordingSupervisor(processes.Supervisor):
     out = ""
 
     def _start(self, index: int) -> Any:
-        ready = self._ctx.Event()
+        ready = self._ctx.RawValue("b", 0)  # never set: the child exits first
         proc = self._ctx.Process(target=report_env, args=(f"{self.out}.{index}",))
         proc.start()
         return processes._Child(index, proc, ready)
