@@ -75,7 +75,8 @@ class OpenConnections:
         return [self.handed[i] - self.closed[i] for i in range(len(self.handed))]
 
     def add(self, index: int, n: int) -> None:
-        """The parent handed ``n`` connections to child ``index`` (``-n``: one it could not)."""
+        """The parent handed child ``index`` ``n`` more connections (``n = -1`` takes back
+        one it counted but could not send)."""
         with self._lock:
             self.handed[index] += n
 

@@ -74,16 +74,17 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _child_main(settings: Settings, host: str, port: int, channel: socket.socket, counts: Any,
+def _child_main(settings: Settings, host: str, port: int, channel: socket.socket, closed: Any,
                 index: int, ready: Any) -> None:  # fmt: skip
-    """Entry point of one child (runs in a fresh interpreter). ``ready`` is its shared
-    started flag (:func:`_mark_ready`)."""
+    """Entry point of one child (runs in a fresh interpreter). ``closed`` is
+    :attr:`~hq_apps.handoff.OpenConnections.closed`, ``ready`` its shared started flag
+    (:func:`_mark_ready`)."""
     from hq_apps import logging as hq_logging
     from hq_apps import wiring
 
     hq_logging.configure()
     try:
-        wiring.run(wiring.serve(settings, host, port, handoff=(channel, counts),
+        wiring.run(wiring.serve(settings, host, port, handoff=(channel, closed),
                                 on_started=lambda: _mark_ready(ready),
                                 process_index=index))  # fmt: skip
     except KeyboardInterrupt:

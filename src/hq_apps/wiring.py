@@ -20,7 +20,8 @@ from hq_domain.clock import Clock, SystemClock, seconds
 from hq_domain.ports import Store
 
 T = TypeVar("T")
-# A --processes child's end of its parent's channel and the shared open-connection counts.
+# A --processes child's end of its parent's channel and its cells of the shared closed-connection
+# counts (hq_apps.handoff.OpenConnections.closed).
 Handoff = tuple[socket.socket, Any]
 
 log = logging.getLogger("hq.tracker")
@@ -136,7 +137,7 @@ async def serve(
                     # would walk all of it; frozen, they walk only what requests left behind.
                     gc.freeze()
                 if server.started and handoff is not None:
-                    channel, counts = handoff
+                    channel, closed_counts = handoff
 
                     def protocol() -> asyncio.Protocol:
                         return TrackerHttpProtocol(
@@ -145,7 +146,9 @@ async def serve(
                         )  # fmt: skip
 
                     assert process_index is not None
-                    stop_adopting = adopt_connections(channel, protocol, counts, process_index)
+                    stop_adopting = adopt_connections(
+                        channel, protocol, closed_counts, process_index
+                    )
                 if server.started and on_started is not None:
                     result = on_started()
                     if result is not None:
