@@ -20,8 +20,8 @@ from hq_domain.clock import Clock, SystemClock, seconds
 from hq_domain.ports import Store
 
 T = TypeVar("T")
-# A --processes child's end of its parent's channel and its cells of the shared closed-connection
-# counts (hq_apps.handoff.OpenConnections.closed).
+# A --processes child's end of its parent's channel and the shared closed-connection counts, in
+# which it writes its own cell (hq_apps.handoff.OpenConnections.closed).
 Handoff = tuple[socket.socket, Any]
 
 log = logging.getLogger("hq.tracker")
