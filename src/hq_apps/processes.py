@@ -108,6 +108,11 @@ class _Child:
     process: BaseProcess
     ready: Any
 
+    @property
+    def started(self) -> bool:
+        """Whether the child has set its flag (:func:`_mark_ready`)."""
+        return bool(self.ready.value == 1)
+
 
 @dataclass
 class Supervisor:
@@ -144,7 +149,7 @@ class Supervisor:
         if index >= len(self.children):
             return False
         child = self.children[index]
-        return child.ready.value == 1 and child.process.is_alive()
+        return child.started and child.process.is_alive()
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self.stop_requested = True
@@ -180,11 +185,11 @@ class Supervisor:
 
     def _wait_started(self) -> int:
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not all(c.ready.value == 1 for c in self.children):
+        while not all(c.started for c in self.children):
             if self.stop_requested:
                 return 0
             for c in self.children:
-                if c.ready.value != 1 and not c.process.is_alive():
+                if not c.started and not c.process.is_alive():
                     log.error(
                         "tracker process failed to start",
                         extra={"fields": {"process": c.index, "exitcode": c.process.exitcode}},
