@@ -88,6 +88,8 @@ def _statement(name: str) -> str:
         line for line in queries()[name].splitlines() if not line.lstrip().startswith("--")
     ).strip()
 
+# the line migration 0021 puts first in every claim function
+_COMMIT_RULE = "    PERFORM tracker_claim_commit_mode();\n"
 
 async def test_function_bodies_are_the_named_blocks(pg_dsn) -> None:
     """pg_proc holds each function as the latest migration that replaced it left it (0006,
@@ -101,11 +103,11 @@ async def test_function_bodies_are_the_named_blocks(pg_dsn) -> None:
             body = src.rsplit("RETURN QUERY\n", 1)[1].rsplit(";\nEND", 1)[0].strip()
             assert body == _statement(name), f"{name}: replace tracker_{name} in a migration"
             assert sorted(config) == (_CLAIM_CONFIG if name.startswith("claim") else _OP_CONFIG)
-            if name.startswith("claim"):  # ... after the lean claim (0017), when it is ready
-                lean = name.replace("claim_op", "claim_lean")
+            if name.startswith("claim"):  # ... after the lean claim (0017), when it is ready,
+                lean = name.replace("claim_op", "claim_lean")  # and the commit rule (0021)
                 ready = name.replace("claim_op", "claim_lean_ready")
-                assert src.startswith(f"\n#variable_conflict use_column\nBEGIN\nIF EXISTS (\n"
-                                      f"{_statement(ready)}\n) THEN\n"), name
+                assert src.startswith(f"\n#variable_conflict use_column\nBEGIN\n{_COMMIT_RULE}"
+                                      f"IF EXISTS (\n{_statement(ready)}\n) THEN\n"), name
                 assert f"    RETURN QUERY\n{_statement(lean)};\n    RETURN;\nEND IF;\n" in src
         # Claims above GENERIC_PLAN_MAX_ITEMS: the same blocks, planned per execution (0015).
         for name in ("claim_op_fifo", "claim_op_random"):
@@ -125,6 +127,8 @@ async def test_function_bodies_are_the_named_blocks(pg_dsn) -> None:
             )
             assert sorted(config) == configs.get(name, _OP_CONFIG), name
             assert name == "worker_gate" or gate in src, f"{name}: the gate_row block, verbatim"
+            if name == "gated_claim":  # its first statement is the commit rule (0021)
+                assert src.split("BEGIN\n", 1)[1].startswith(_COMMIT_RULE), name
             for block, args in _INLINE.get(name, ()):
                 text = _renumbered(_statement(block), args)
                 if not block.startswith("claim_lean_ready"):
