@@ -1,15 +1,22 @@
-"""PostgreSQL stopped and started again under load (our own embedded server, so we can).
+"""PostgreSQL stopped, or crashed, and started again under load (our own embedded server, so
+we can).
 
 While the database is away every API request must fail *cleanly* — a 5xx JSON error envelope
 within a bounded time, no hang — ``/healthz`` stays 200 and ``/readyz`` (when mounted) says 503.
 Once PostgreSQL is back the same tracker process recovers by itself and the workers drain the
-queue with every job done exactly once.
+queue with every job done exactly once. A crash (immediate shutdown, no checkpoint, recovery
+from the WAL) may forget the last claims, which commit without waiting for their WAL flush
+(migration 0021): their workers' completions are then rejected ``stale_attempt`` and the jobs
+handed out again, and still every job is done exactly once and no acknowledged completion
+is lost.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import signal
 import tempfile
 import threading
 import time
@@ -70,7 +77,26 @@ def _probe_outage(url: str) -> list[tuple[str, int, float]]:
     return seen
 
 
-async def _run(tmp_path: Path, n_jobs: int, outages: int, down_s: float) -> dict[str, object]:
+def _crash(pg: EmbeddedPostgres) -> None:
+    """Immediate shutdown (``pg_ctl stop -m immediate``'s signal): no checkpoint, no flush of
+    what asynchronous commits left in the WAL buffers; the next start recovers from the WAL."""
+    pid = int((pg.data_dir / "postmaster.pid").read_text().split()[0])
+    os.kill(pid, signal.SIGQUIT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("PostgreSQL did not stop")
+    pg.stop()  # the embedded handle: its server is gone already
+
+
+async def _run(
+    tmp_path: Path, n_jobs: int, outages: int, down_s: float, crash: bool = False
+) -> dict[str, object]:
     # not under tmp_path: as root, pgserver runs PostgreSQL as its own user, which needs a
     # path it may enter (the same way tests/support/databases.py creates its server)
     pg_dir = Path(tempfile.mkdtemp(prefix="rel-pg-"))
@@ -90,7 +116,7 @@ async def _run(tmp_path: Path, n_jobs: int, outages: int, down_s: float) -> dict
             for k in range(outages):
                 target = n_jobs * (k + 1) // (outages + 2)
                 assert wait_until(lambda t=target: sum(ledger.applied.values()) >= t, 60)
-                pg.stop()
+                _crash(pg) if crash else pg.stop()
                 time.sleep(0.2)
                 probes += _probe_outage(tracker.url)
                 time.sleep(down_s)
@@ -119,6 +145,7 @@ async def _run(tmp_path: Path, n_jobs: int, outages: int, down_s: float) -> dict
             "recover_s": recoveries,
             "5xx_seen_by_workers": sum(n for s, n in ledger.statuses.items() if s >= 500),
             "unconfirmed": unconfirmed,
+            "stale_completions": sum(ledger.stale.values()),
         }
     finally:
         await asyncio.sleep(0)
@@ -129,6 +156,11 @@ async def _run(tmp_path: Path, n_jobs: int, outages: int, down_s: float) -> dict
 async def test_postgres_restart_under_load(tmp_path: Path) -> None:
     stats = await _run(tmp_path, n_jobs=300, outages=1, down_s=1.0)
     print("pg restart short:", stats)
+
+
+async def test_postgres_crash_under_load(tmp_path: Path) -> None:
+    stats = await _run(tmp_path, n_jobs=300, outages=1, down_s=1.0, crash=True)
+    print("pg crash:", stats)
 
 
 @pytest.mark.slow
