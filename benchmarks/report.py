@@ -522,7 +522,11 @@ def render(
         "complete latency percentiles (nearest rank), HTTP errors.",
         "* **CPU per request**: the tracker's process tree (`/proc/PID/stat` utime+stime of the "
         "server and its live descendants, plus reaped children) and PostgreSQL (the sum over the "
-        "backends `pg_stat_activity` lists for the run's database, read from `/proc` at the "
+        "backends `pg_stat_activity` lists for the run's database"
+        + (", and the WAL writer, which works for one run at a time and flushes what "
+           "asynchronous commits leave to it"
+           if plan.get("pg_cpu") == "backends+walwriter" else "")
+        + ", read from `/proc` at the "
         "window's edges and every 0.5 s) divided by the requests in the window. CPU is "
         "less sensitive than jobs/s to the other work on a shared machine, but not immune: a "
         "vCPU its host slows down spends more CPU time on the same work.",

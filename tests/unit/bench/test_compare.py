@@ -15,7 +15,7 @@ from benchmarks.compare import impls, machine_speed, procstat, summary
 from benchmarks.compare.cells import Window
 from benchmarks.compare.cells import summarize as summarize_cell
 from benchmarks.loadgen.http import Connection
-from benchmarks.run import parse_cells
+from benchmarks.run import PG_CPU, PG_PIDS, parse_cells
 
 # utime=1000 stime=200 cutime=30 cstime=7; the command holds spaces and a ')'
 STAT = "4242 (tracker (w) x) S 17 4242 4242 0 -1 4194560 1 0 0 0 1000 200 30 7 20 0 3 0 1 2 3"
@@ -297,3 +297,11 @@ def test_peak_rss_comes_from_vmhwm() -> None:
         == 4321
     )
     assert parse_vmhwm("Name:\tzombie\n") is None
+
+
+def test_report_says_the_wal_writer_is_counted_only_for_runs_that_counted_it() -> None:
+    base = {"implementations": ["ours"], "runs": [_run("ours", 123, 0)]}
+    counted = {**base, "plan": {"pg_cpu": PG_CPU}}
+    assert "the WAL writer" in report.render(counted)
+    assert "the WAL writer" not in report.render(base)
+    assert "backend_type = 'walwriter'" in PG_PIDS and "datname = $1" in PG_PIDS
