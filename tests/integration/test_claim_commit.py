@@ -60,9 +60,20 @@ class CommitProbe(asyncpg.Connection):
         return await self._probed(super().fetch, query, *args, **kw)
 
 
+# Sessions start with synchronous_commit on whatever the server's default (the suite's own
+# servers turn it off for speed, tests/support/databases.py), so that "off" can only come from
+# the claim functions; the pool's plan mode is kept as connect() would set it.
+SESSION = {"plan_cache_mode": PLAN_CACHE_MODE, "synchronous_commit": "on"}
+
+
 @contextlib.asynccontextmanager
-async def _seeded(pg_dsn: str, **pool: Any) -> AsyncIterator[PostgresStore]:
-    store = await connect(pg_dsn, SystemClock(), min_size=1, connection_class=CommitProbe, **pool)
+async def _seeded(
+    pg_dsn: str, *, session: dict[str, str] = SESSION, **pool: Any
+) -> AsyncIterator[PostgresStore]:
+    store = await connect(
+        pg_dsn, SystemClock(), min_size=1, connection_class=CommitProbe, server_settings=session,
+        **pool,
+    )
     try:
         await store.bootstrap_user("u", [Role.ADMIN, Role.WORKER], TOKEN)
         await store.put_project("p", ProjectPut(status="active", identity_mode="none", client_versions=("t",)))
@@ -125,8 +136,7 @@ async def test_joined_claims_commit_without_waiting(pg_dsn: str) -> None:
 
 
 async def test_durable_claims_on_keeps_every_claim_waiting(pg_dsn: str) -> None:
-    settings = {"plan_cache_mode": PLAN_CACHE_MODE, "hq.durable_claims": "on"}
-    async with _seeded(pg_dsn, server_settings=settings) as store:
+    async with _seeded(pg_dsn, session={**SESSION, "hq.durable_claims": "on"}) as store:
         await _claim_and_complete(store, "w")
         await store.claim("u", "p", ClaimRequest("w2", 1, 60, (), 1))
         assert _modes("tracker_gated_claim(") == ["on"]
