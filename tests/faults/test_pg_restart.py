@@ -116,7 +116,10 @@ async def _run(
             for k in range(outages):
                 target = n_jobs * (k + 1) // (outages + 2)
                 assert wait_until(lambda t=target: sum(ledger.applied.values()) >= t, 60)
-                _crash(pg) if crash else pg.stop()
+                if crash:
+                    _crash(pg)
+                else:
+                    pg.stop()
                 time.sleep(0.2)
                 probes += _probe_outage(tracker.url)
                 time.sleep(down_s)
