@@ -20,18 +20,16 @@ import asyncpg
 import httpx
 import pytest
 
-from hq_adapters.postgres import PostgresStore, connect
+from hq_adapters.postgres import PostgresStore
 from hq_adapters.postgres.store import PLAN_CACHE_MODE
 from hq_apps.api.app import create_app
 from hq_apps.settings import Settings
-from hq_domain.clock import SystemClock
-from hq_domain.jobs import JobSpec, Outcome
+from hq_domain.jobs import Outcome
 from hq_domain.projects import ProjectPut
-from hq_domain.users import Role
 from hq_domain.worker import ClaimRequest, CompleteItem
+from tests.support.seeded_store import TOKEN, seeded_store
 
 pytestmark = pytest.mark.postgres
-TOKEN = "wk-token"
 
 COMMITS: list[tuple[str, str]] = []
 """(the statement's first line of SQL, synchronous_commit at its commit), in order."""
@@ -70,18 +68,11 @@ SESSION = {"plan_cache_mode": PLAN_CACHE_MODE, "synchronous_commit": "on"}
 async def _seeded(
     pg_dsn: str, *, session: dict[str, str] = SESSION, **pool: Any
 ) -> AsyncIterator[PostgresStore]:
-    store = await connect(
-        pg_dsn, SystemClock(), min_size=1, connection_class=CommitProbe, server_settings=session,
-        **pool,
-    )
-    try:
-        await store.bootstrap_user("u", [Role.ADMIN, Role.WORKER], TOKEN)
-        await store.put_project("p", ProjectPut(status="active", identity_mode="none", client_versions=("t",)))
-        await store.enqueue("p", [JobSpec(value=f"https://e/{i}") for i in range(20)])
+    async with seeded_store(
+        pg_dsn, 20, connection_class=CommitProbe, server_settings=session, **pool
+    ) as store:
         COMMITS.clear()
         yield store
-    finally:
-        await store.close()
 
 
 def _modes(fragment: str) -> list[str]:

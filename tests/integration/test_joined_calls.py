@@ -13,33 +13,22 @@ from typing import Any
 import httpx
 import pytest
 
-from hq_adapters.postgres import PostgresStore, connect, joined
+from hq_adapters.postgres import PostgresStore, joined
 from hq_adapters.postgres import database as database_module
 from hq_apps.api.app import create_app
 from hq_apps.settings import Settings
-from hq_domain.clock import SystemClock
-from hq_domain.jobs import JobSpec, Outcome
-from hq_domain.projects import ProjectPut
-from hq_domain.users import Role
+from hq_domain.jobs import Outcome
 from hq_domain.worker import ClaimRequest, CompleteItem
+from tests.support.seeded_store import TOKEN, seeded_store
 
 pytestmark = pytest.mark.postgres
-TOKEN = "wk-token"
 JOBS = 40
 
 
-@contextlib.asynccontextmanager
-async def _seeded(pg_dsn: str, **pool: Any) -> AsyncIterator[PostgresStore]:
+def _seeded(pg_dsn: str, **pool: Any) -> contextlib.AbstractAsyncContextManager[PostgresStore]:
     """A store (``connect``'s pool options ``pool``) with a worker token and project "p" of
     ``JOBS`` queued jobs, closed afterwards."""
-    store = await connect(pg_dsn, SystemClock(), min_size=1, **pool)
-    try:
-        await store.bootstrap_user("u", [Role.ADMIN, Role.WORKER], TOKEN)
-        await store.put_project("p", ProjectPut(status="active", identity_mode="none", client_versions=("t",)))
-        await store.enqueue("p", [JobSpec(value=f"https://e/{i}") for i in range(JOBS)])
-        yield store
-    finally:
-        await store.close()
+    return seeded_store(pg_dsn, JOBS, **pool)
 
 
 @pytest.fixture
